@@ -1,0 +1,180 @@
+package dev.leasehold;
+
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.List;
+import java.util.Objects;
+
+/**
+ * The name of one lockable resource: a namespace, an optional tenant and one or more id parts,
+ * rendered once as {@code namespace[:tenant]:id[:id...]} (for example {@code borrow:t42:B20240315001}).
+ *
+ * <p>A key is validated when it is built, so a lock can never be taken on an empty or malformed
+ * name (seed feature S2.3): every part must be present and non-blank, free of control characters and
+ * white space, and free of the reserved characters {@code :} (the separator) and <code>{ }</code>
+ * (used by stores for hash tags). The rendered key may be at most {@value #MAX_LENGTH} characters.
+ * A violation is an {@link IllegalArgumentException} that names the offending part.
+ *
+ * <p>Identity is the rendered string: two keys that render alike are the same lock. Keys order by
+ * their rendered form, which is the order in which batches are locked. Instances are immutable and
+ * thread-safe.
+ */
+public final class LockKey implements Comparable<LockKey> {
+
+    /** The longest rendered key accepted, in characters. */
+    public static final int MAX_LENGTH = 200;
+
+    private static final char SEPARATOR = ':';
+
+    private final String namespace;
+    private final String tenant;
+    private final List<String> ids;
+    private final String rendered;
+
+    private LockKey(String namespace, String tenant, List<String> ids) {
+        this.namespace = namespace;
+        this.tenant = tenant;
+        this.ids = ids;
+        StringBuilder sb = new StringBuilder(namespace);
+        if (tenant != null) {
+            sb.append(SEPARATOR).append(tenant);
+        }
+        for (String id : ids) {
+            sb.append(SEPARATOR).append(id);
+        }
+        this.rendered = sb.toString();
+        if (rendered.length() > MAX_LENGTH) {
+            throw new IllegalArgumentException("lock key is " + rendered.length() + " characters long, the limit is "
+                    + MAX_LENGTH + ": " + rendered.substring(0, 40) + "...");
+        }
+    }
+
+    /**
+     * A key without a tenant.
+     *
+     * @throws IllegalArgumentException if a part is missing, blank or malformed, or no id is given
+     */
+    public static LockKey of(String namespace, String... ids) {
+        return new LockKey(checkPart("namespace", namespace), null, checkIds(ids));
+    }
+
+    /**
+     * A key scoped to a tenant, rendered {@code namespace:tenant:id...}.
+     *
+     * @throws IllegalArgumentException if a part is missing, blank or malformed, or no id is given
+     */
+    public static LockKey ofTenant(String namespace, String tenant, String... ids) {
+        return new LockKey(checkPart("namespace", namespace), checkPart("tenant", tenant), checkIds(ids));
+    }
+
+    /**
+     * Reads a rendered key back, for operations tools that receive keys as text. The first segment
+     * becomes the namespace and the rest the ids; since identity is the rendered form, the result is
+     * the same lock as the key that was rendered.
+     *
+     * @throws IllegalArgumentException if the text is not a valid rendered key
+     */
+    public static LockKey parse(String rendered) {
+        if (rendered == null) {
+            throw new IllegalArgumentException("lock key is missing (null)");
+        }
+        String[] parts = rendered.split(String.valueOf(SEPARATOR), -1);
+        if (parts.length < 2) {
+            throw new IllegalArgumentException(
+                    "lock key '" + printable(rendered) + "' needs a namespace and at least one id, separated by ':'");
+        }
+        String[] ids = new String[parts.length - 1];
+        System.arraycopy(parts, 1, ids, 0, ids.length);
+        return of(parts[0], ids);
+    }
+
+    private static List<String> checkIds(String... ids) {
+        if (ids == null || ids.length == 0) {
+            throw new IllegalArgumentException("lock key needs at least one id part");
+        }
+        List<String> checked = new ArrayList<>(ids.length);
+        for (int i = 0; i < ids.length; i++) {
+            checked.add(checkPart("id[" + i + "]", ids[i]));
+        }
+        return Collections.unmodifiableList(checked);
+    }
+
+    private static String checkPart(String name, String value) {
+        if (value == null) {
+            throw new IllegalArgumentException("lock key part " + name + " is missing (null)");
+        }
+        if (value.isBlank()) {
+            throw new IllegalArgumentException("lock key part " + name + " is blank");
+        }
+        for (int i = 0; i < value.length(); i++) {
+            char c = value.charAt(i);
+            if (Character.isISOControl(c) || Character.isWhitespace(c) || Character.isSpaceChar(c)) {
+                throw new IllegalArgumentException("lock key part " + name + " '" + printable(value)
+                        + "' contains a control or white-space character at index " + i);
+            }
+            if (c == SEPARATOR || c == '{' || c == '}') {
+                throw new IllegalArgumentException("lock key part " + name + " '" + printable(value)
+                        + "' contains the reserved character '" + c + "' at index " + i);
+            }
+        }
+        return value;
+    }
+
+    private static String printable(String value) {
+        StringBuilder sb = new StringBuilder();
+        int limit = Math.min(value.length(), 60);
+        for (int i = 0; i < limit; i++) {
+            char c = value.charAt(i);
+            if (Character.isISOControl(c)) {
+                sb.append(String.format("\\u%04x", (int) c));
+            } else {
+                sb.append(c);
+            }
+        }
+        return limit < value.length() ? sb + "..." : sb.toString();
+    }
+
+    /** The namespace, the first part of the key. */
+    public String namespace() {
+        return namespace;
+    }
+
+    /** The tenant, or {@code null} for a key without one (and for a key read back by {@link #parse}). */
+    public String tenant() {
+        return tenant;
+    }
+
+    /** The id parts, in order. */
+    public List<String> ids() {
+        return ids;
+    }
+
+    /** The rendered key, never empty: the identity of the lock. */
+    public String render() {
+        return rendered;
+    }
+
+    @Override
+    public int compareTo(LockKey other) {
+        return rendered.compareTo(other.rendered);
+    }
+
+    @Override
+    public boolean equals(Object o) {
+        return o instanceof LockKey other && rendered.equals(other.rendered);
+    }
+
+    @Override
+    public int hashCode() {
+        return rendered.hashCode();
+    }
+
+    @Override
+    public String toString() {
+        return rendered;
+    }
+
+    static LockKey requireKey(LockKey key) {
+        return Objects.requireNonNull(key, "lock key is missing (null)");
+    }
+}

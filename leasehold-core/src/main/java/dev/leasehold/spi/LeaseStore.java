@@ -1,0 +1,86 @@
+package dev.leasehold.spi;
+
+import dev.leasehold.LeaseInfo;
+import dev.leasehold.LockKey;
+import java.time.Duration;
+import java.util.Optional;
+
+/**
+ * The backend SPI: where leases live. Every operation is ONE atomic operation against the backend
+ * (a Lua script, a single SQL statement, a map compute), so no interleaving of two callers can see
+ * or leave a half-applied state. Everything above it (waiting, re-entry, renewal, batches, events)
+ * is written once, in the engine.
+ *
+ * <p>Rules every implementation follows, checked by the conformance suite in
+ * {@code leasehold-testkit}:
+ *
+ * <ol>
+ *   <li>Expiry is decided by the store's clock only, never a JVM clock (B5).
+ *   <li>A key has at most one owner at a time. A grant to a new owner carries a fence strictly
+ *       greater than every fence granted before for that key, also after expiry and force-release
+ *       (B1). The same owner acquiring again keeps its fence and extends the lease.
+ *   <li>Renew and release act only if the caller's owner token is the current owner (S1.2, S2.2): a
+ *       stranger's token changes nothing.
+ *   <li>Failures throw {@link dev.leasehold.LeaseStoreException} naming the key. Bad arguments throw
+ *       {@link IllegalArgumentException} or {@link NullPointerException} before anything is sent.
+ * </ol>
+ *
+ * <p>Implementations are thread-safe.
+ */
+public interface LeaseStore extends AutoCloseable {
+
+    /**
+     * Grants the key to {@code owner} for {@code leaseFor} if it is free, expired, or already held
+     * by the same owner (then the lease is extended and the fence kept).
+     */
+    AcquireResult tryAcquire(LockKey key, String owner, Duration leaseFor);
+
+    /**
+     * Extends the lease to {@code leaseFor} from now if {@code owner} still holds it.
+     *
+     * @return the extended grant, or empty if the owner no longer holds the key
+     */
+    Optional<Grant> renew(LockKey key, String owner, Duration leaseFor);
+
+    /**
+     * Releases the key if {@code owner} holds it, and notifies subscribers.
+     *
+     * @return whether the owner held it
+     */
+    boolean release(LockKey key, String owner);
+
+    /** The current unexpired lease on the key, if any. */
+    Optional<LeaseInfo> inspect(LockKey key);
+
+    /**
+     * Removes the lease on the key whoever holds it (an operator's tool), and notifies subscribers.
+     * The next grant still gets a greater fence.
+     *
+     * @return whether a lease was removed
+     */
+    boolean forceRelease(LockKey key);
+
+    /** Whether {@link #subscribe} is supported: releases are pushed rather than polled for. */
+    default boolean supportsReleaseNotifications() {
+        return false;
+    }
+
+    /**
+     * Calls {@code onRelease} whenever the key is released or force-released, from any process,
+     * until the subscription is closed. Returns once the subscription is active, so a release that
+     * happens after the return is never missed. Several subscriptions to one key are independent.
+     * The callback must be fast; it may run on a store thread.
+     *
+     * @throws UnsupportedOperationException if {@link #supportsReleaseNotifications()} is false
+     */
+    default ReleaseSubscription subscribe(LockKey key, Runnable onRelease) {
+        throw new UnsupportedOperationException(name() + " does not push release notifications");
+    }
+
+    /** A short, bounded name for logs and metric tags, such as {@code redis} or {@code postgresql}. */
+    String name();
+
+    /** Frees the store's own resources (connections it opened); not the backend's data. */
+    @Override
+    default void close() {}
+}

