@@ -596,11 +596,14 @@ public abstract class LeaseStoreConformance {
         AtomicInteger waitingEvents = new AtomicInteger();
         // Waiters behind the head poll every millisecond: any waiter that tried out of turn would
         // overtake the head in the moment between a release and the head's attempt.
-        LockService service = service(b -> b.fair(true).minPoll(Duration.ofMillis(1)).maxPoll(Duration.ofMillis(1)).listener(e -> {
-            if (e.type() == LeaseEventType.WAITING) {
-                waitingEvents.incrementAndGet();
-            }
-        }));
+        LockService service = service(b -> b.fair(true)
+                .minPoll(Duration.ofMillis(1))
+                .maxPoll(Duration.ofMillis(1))
+                .listener(e -> {
+                    if (e.type() == LeaseEventType.WAITING) {
+                        waitingEvents.incrementAndGet();
+                    }
+                }));
         LockKey key = key("queue");
         Lease held = service.tryAcquire(key, LeaseOptions.defaults(), LockOwner.create("first"))
                 .orElseThrow();

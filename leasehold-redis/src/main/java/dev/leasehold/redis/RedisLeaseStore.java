@@ -1,0 +1,388 @@
+package dev.leasehold.redis;
+
+import dev.leasehold.LeaseInfo;
+import dev.leasehold.LeaseStoreException;
+import dev.leasehold.LockKey;
+import dev.leasehold.spi.AcquireResult;
+import dev.leasehold.spi.Grant;
+import dev.leasehold.spi.LeaseStore;
+import dev.leasehold.spi.ReleaseSubscription;
+import io.lettuce.core.RedisClient;
+import io.lettuce.core.RedisException;
+import io.lettuce.core.ScriptOutputType;
+import io.lettuce.core.api.StatefulConnection;
+import io.lettuce.core.api.StatefulRedisConnection;
+import io.lettuce.core.api.sync.RedisScriptingCommands;
+import io.lettuce.core.cluster.RedisClusterClient;
+import io.lettuce.core.cluster.api.StatefulRedisClusterConnection;
+import io.lettuce.core.pubsub.RedisPubSubAdapter;
+import io.lettuce.core.pubsub.StatefulRedisPubSubConnection;
+import java.time.Duration;
+import java.time.Instant;
+import java.util.List;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Supplier;
+import java.util.regex.Pattern;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A {@link LeaseStore} on Redis through Lettuce: standalone, Sentinel (a {@link RedisClient} with a
+ * sentinel URI) or Cluster (a {@link RedisClusterClient}).
+ *
+ * <p>Every operation is one Lua script, one round trip, atomic on the server; the scripts, each
+ * headed by the exact condition it implements, are resources of this package:
+ *
+ * <ul>
+ *   <li>acquire: grant if the lease key is absent (Redis removed it at its {@code PX} expiry, so
+ *       expiry is the server's clock) or already held by the same owner; a new grant takes the next
+ *       value of a per-key fence counter that has no TTL;
+ *   <li>renew: compare-and-{@code PEXPIRE}; release: compare-and-delete, then {@code PUBLISH} a
+ *       wake-up; force-release: delete and publish; inspect: owner, fence and TTL read at once.
+ * </ul>
+ *
+ * <p>Fences: a fence counter that is missing (first use, or lost because Redis restarted without
+ * persistence, or evicted) starts at the server's time in milliseconds times 1000, so fences never
+ * go backwards across such a loss as long as the server's clock does not. Run Redis with AOF
+ * ({@code appendonly yes}) to keep counters exact; nothing else is needed for safety.
+ *
+ * <p>Wake-ups: one pub/sub connection per store, one subscription per channel however many waiters
+ * in this JVM wait for it (the engine queues them). A lost message costs a waiter at most the
+ * holder's remaining lease, the engine's bounded poll.
+ *
+ * <p>Thread-safe; the command connection is shared and pipelines concurrent calls. Lettuce's
+ * command timeout (from the {@code RedisURI}) bounds every call; a failure or timeout is a {@link
+ * LeaseStoreException} naming the key.
+ */
+public final class RedisLeaseStore implements LeaseStore {
+
+    private static final Logger log = LoggerFactory.getLogger(RedisLeaseStore.class);
+    private static final Pattern PREFIX = Pattern.compile("[A-Za-z0-9_.:\\-]{1,64}");
+
+    private static final Script ACQUIRE = Script.load("acquire");
+    private static final Script RENEW = Script.load("renew");
+    private static final Script RELEASE = Script.load("release");
+    private static final Script FORCE_RELEASE = Script.load("force-release");
+    private static final Script INSPECT = Script.load("inspect");
+
+    private final StatefulConnection<String, String> connection;
+    private final RedisScriptingCommands<String, String> redis;
+    private final Supplier<StatefulRedisPubSubConnection<String, String>> pubSubFactory;
+    private final RedisKeys keys;
+    private final String name;
+
+    private final ReentrantLock subscriptions = new ReentrantLock();
+    private final ConcurrentHashMap<String, CopyOnWriteArrayList<Subscription>> byChannel = new ConcurrentHashMap<>();
+    private StatefulRedisPubSubConnection<String, String> pubSub; // guarded by subscriptions
+
+    private RedisLeaseStore(Builder builder) {
+        this.connection = builder.connection;
+        this.redis = builder.commands;
+        this.pubSubFactory = builder.pubSubFactory;
+        this.keys = new RedisKeys(builder.keyPrefix);
+        this.name = builder.name;
+        for (Script script : List.of(ACQUIRE, RENEW, RELEASE, FORCE_RELEASE, INSPECT)) {
+            try {
+                redis.scriptLoad(script.body());
+            } catch (RedisException e) {
+                // Not fatal: the first call of the script loads it through the NOSCRIPT fallback.
+                log.warn("could not preload Lua script {}: {}", script.name(), e.getMessage());
+            }
+        }
+    }
+
+    /** A builder for a store on a standalone or Sentinel-managed Redis. */
+    public static Builder builder(RedisClient client) {
+        Objects.requireNonNull(client, "client is missing (null)");
+        return new Builder(
+                () -> {
+                    StatefulRedisConnection<String, String> connection = client.connect();
+                    return new Builder.Connection(connection, connection.sync());
+                },
+                client::connectPubSub,
+                "redis");
+    }
+
+    /** A builder for a store on a Redis Cluster. */
+    public static Builder builder(RedisClusterClient client) {
+        Objects.requireNonNull(client, "client is missing (null)");
+        return new Builder(
+                () -> {
+                    StatefulRedisClusterConnection<String, String> connection = client.connect();
+                    return new Builder.Connection(connection, connection.sync());
+                },
+                client::connectPubSub,
+                "redis-cluster");
+    }
+
+    @Override
+    public AcquireResult tryAcquire(LockKey key, String owner, Duration leaseFor) {
+        checkOwner(key, owner);
+        String millis = millis(leaseFor);
+        List<Object> reply = call(
+                "acquire",
+                key,
+                () -> ACQUIRE.run(
+                        redis, ScriptOutputType.MULTI, new String[] {keys.lease(key), keys.fence(key)}, owner, millis));
+        if (asLong(reply.get(0)) == 1) {
+            return new AcquireResult.Granted(grant(reply, 1));
+        }
+        return new AcquireResult.Busy(Duration.ofMillis(Math.max(0, asLong(reply.get(1)))));
+    }
+
+    @Override
+    public Optional<Grant> renew(LockKey key, String owner, Duration leaseFor) {
+        checkOwner(key, owner);
+        String millis = millis(leaseFor);
+        List<Object> reply = call(
+                "renew",
+                key,
+                () -> RENEW.run(redis, ScriptOutputType.MULTI, new String[] {keys.lease(key)}, owner, millis));
+        return reply.isEmpty() ? Optional.empty() : Optional.of(grant(reply, 0));
+    }
+
+    @Override
+    public boolean release(LockKey key, String owner) {
+        checkOwner(key, owner);
+        Long released = call(
+                "release",
+                key,
+                () -> RELEASE.run(
+                        redis, ScriptOutputType.INTEGER, new String[] {keys.lease(key)}, owner, keys.channel(key)));
+        return released != null && released == 1;
+    }
+
+    @Override
+    public Optional<LeaseInfo> inspect(LockKey key) {
+        Objects.requireNonNull(key, "key is missing (null)");
+        List<Object> reply =
+                call("inspect", key, () -> INSPECT.run(redis, ScriptOutputType.MULTI, new String[] {keys.lease(key)}));
+        if (reply.isEmpty()) {
+            return Optional.empty();
+        }
+        Duration remaining = Duration.ofMillis(Math.max(0, asLong(reply.get(2))));
+        Instant now = instant(reply.get(3), reply.get(4));
+        return Optional.of(
+                new LeaseInfo(key, (String) reply.get(0), asLong(reply.get(1)), remaining, now.plus(remaining)));
+    }
+
+    @Override
+    public boolean forceRelease(LockKey key) {
+        Objects.requireNonNull(key, "key is missing (null)");
+        Long deleted = call(
+                "force-release",
+                key,
+                () -> FORCE_RELEASE.run(
+                        redis, ScriptOutputType.INTEGER, new String[] {keys.lease(key)}, keys.channel(key)));
+        return deleted != null && deleted == 1;
+    }
+
+    @Override
+    public boolean supportsReleaseNotifications() {
+        return true;
+    }
+
+    @Override
+    public ReleaseSubscription subscribe(LockKey key, Runnable onRelease) {
+        Objects.requireNonNull(key, "key is missing (null)");
+        Objects.requireNonNull(onRelease, "onRelease is missing (null)");
+        String channel = keys.channel(key);
+        Subscription subscription = new Subscription(channel, onRelease);
+        subscriptions.lock();
+        try {
+            CopyOnWriteArrayList<Subscription> list =
+                    byChannel.computeIfAbsent(channel, c -> new CopyOnWriteArrayList<>());
+            boolean first = list.isEmpty();
+            list.add(subscription);
+            if (first) {
+                try {
+                    // Returns once the server confirmed: a release published after this is delivered.
+                    pubSub().sync().subscribe(channel);
+                } catch (RedisException e) {
+                    list.remove(subscription);
+                    byChannel.remove(channel, list);
+                    throw new LeaseStoreException("subscribe to releases", key.render(), e);
+                }
+            }
+        } finally {
+            subscriptions.unlock();
+        }
+        return subscription;
+    }
+
+    private StatefulRedisPubSubConnection<String, String> pubSub() {
+        if (pubSub == null) {
+            StatefulRedisPubSubConnection<String, String> connection = pubSubFactory.get();
+            connection.addListener(new RedisPubSubAdapter<>() {
+                @Override
+                public void message(String channel, String message) {
+                    CopyOnWriteArrayList<Subscription> list = byChannel.get(channel);
+                    if (list != null) {
+                        list.forEach(Subscription::fire);
+                    }
+                }
+            });
+            pubSub = connection;
+        }
+        return pubSub;
+    }
+
+    @Override
+    public String name() {
+        return name;
+    }
+
+    /** Closes the connections this store opened; the client stays open. */
+    @Override
+    public void close() {
+        subscriptions.lock();
+        try {
+            if (pubSub != null) {
+                pubSub.close();
+                pubSub = null;
+            }
+            byChannel.clear();
+        } finally {
+            subscriptions.unlock();
+        }
+        connection.close();
+    }
+
+    private <T> T call(String operation, LockKey key, Supplier<T> command) {
+        try {
+            return command.get();
+        } catch (RedisException e) {
+            throw new LeaseStoreException(operation, key.render(), e);
+        }
+    }
+
+    private static Grant grant(List<Object> reply, int from) {
+        long fence = asLong(reply.get(from));
+        Duration remaining = Duration.ofMillis(asLong(reply.get(from + 1)));
+        Instant now = instant(reply.get(from + 2), reply.get(from + 3));
+        return new Grant(fence, remaining, now.plus(remaining));
+    }
+
+    private static Instant instant(Object seconds, Object micros) {
+        return Instant.ofEpochSecond(asLong(seconds), asLong(micros) * 1000);
+    }
+
+    private static long asLong(Object value) {
+        if (value instanceof Long number) {
+            return number;
+        }
+        return Long.parseLong(String.valueOf(value));
+    }
+
+    private static void checkOwner(LockKey key, String owner) {
+        Objects.requireNonNull(key, "key is missing (null)");
+        if (owner == null || owner.isBlank()) {
+            throw new IllegalArgumentException("owner token is missing or blank");
+        }
+    }
+
+    private static String millis(Duration leaseFor) {
+        Objects.requireNonNull(leaseFor, "leaseFor is missing (null)");
+        if (leaseFor.toMillis() < 1) {
+            throw new IllegalArgumentException("leaseFor must be at least 1 ms for Redis, was " + leaseFor);
+        }
+        return Long.toString(leaseFor.toMillis());
+    }
+
+    private final class Subscription implements ReleaseSubscription {
+        private final String channel;
+        private final Runnable onRelease;
+        private boolean closed; // guarded by subscriptions
+
+        Subscription(String channel, Runnable onRelease) {
+            this.channel = channel;
+            this.onRelease = onRelease;
+        }
+
+        void fire() {
+            try {
+                onRelease.run();
+            } catch (RuntimeException e) {
+                log.warn("a release callback for {} failed", channel, e);
+            }
+        }
+
+        @Override
+        public void close() {
+            subscriptions.lock();
+            try {
+                if (closed) {
+                    return;
+                }
+                closed = true;
+                CopyOnWriteArrayList<Subscription> list = byChannel.get(channel);
+                if (list != null && list.remove(this) && list.isEmpty()) {
+                    byChannel.remove(channel, list);
+                    if (pubSub != null) {
+                        // Issued under the lock, so it reaches the server before any later SUBSCRIBE.
+                        pubSub.async().unsubscribe(channel);
+                    }
+                }
+            } finally {
+                subscriptions.unlock();
+            }
+        }
+    }
+
+    /** Builds a {@link RedisLeaseStore}; opens its command connection in {@link #build()}. */
+    public static final class Builder {
+        record Connection(
+                StatefulConnection<String, String> connection, RedisScriptingCommands<String, String> commands) {}
+
+        private final Supplier<Connection> connector;
+        private final Supplier<StatefulRedisPubSubConnection<String, String>> pubSubFactory;
+        private final String name;
+        private String keyPrefix = "leasehold:";
+        private StatefulConnection<String, String> connection;
+        private RedisScriptingCommands<String, String> commands;
+
+        private Builder(
+                Supplier<Connection> connector,
+                Supplier<StatefulRedisPubSubConnection<String, String>> pubSubFactory,
+                String name) {
+            this.connector = connector;
+            this.pubSubFactory = pubSubFactory;
+            this.name = name;
+        }
+
+        /**
+         * The prefix of every Redis key and channel (default {@code leasehold:}): 1 to 64 letters,
+         * digits and {@code _ . : -}.
+         *
+         * @throws IllegalArgumentException naming the value if it is malformed
+         */
+        public Builder keyPrefix(String keyPrefix) {
+            if (keyPrefix == null || !PREFIX.matcher(keyPrefix).matches()) {
+                throw new IllegalArgumentException(
+                        "keyPrefix must be 1 to 64 letters, digits, '_', '.', ':' or '-', was '" + keyPrefix + "'");
+            }
+            this.keyPrefix = keyPrefix;
+            return this;
+        }
+
+        /**
+         * Connects and returns the store.
+         *
+         * @throws LeaseStoreException if Redis cannot be reached
+         */
+        public RedisLeaseStore build() {
+            try {
+                Connection opened = connector.get();
+                this.connection = opened.connection();
+                this.commands = opened.commands();
+            } catch (RedisException e) {
+                throw new LeaseStoreException("connect", "(any)", e);
+            }
+            return new RedisLeaseStore(this);
+        }
+    }
+}

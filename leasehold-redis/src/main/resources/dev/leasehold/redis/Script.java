@@ -1,0 +1,71 @@
+package dev.leasehold.redis;
+
+import io.lettuce.core.RedisNoScriptException;
+import io.lettuce.core.ScriptOutputType;
+import io.lettuce.core.api.sync.RedisScriptingCommands;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.HexFormat;
+
+/**
+ * One Lua script from this package's resources, called by its SHA-1 digest. A server that does not
+ * know the script (restarted, flushed, a new cluster node) answers NOSCRIPT, and the script is sent
+ * whole once with EVAL, which also caches it there.
+ */
+final class Script {
+
+    private final String name;
+    private final String body;
+    private final String sha;
+
+    private Script(String name, String body) {
+        this.name = name;
+        this.body = body;
+        this.sha = sha1(body);
+    }
+
+    static Script load(String name) {
+        String resource = name + ".lua";
+        try (InputStream in = Script.class.getResourceAsStream(resource)) {
+            if (in == null) {
+                throw new IllegalStateException("Lua script " + resource + " is missing from the classpath");
+            }
+            return new Script(name, new String(in.readAllBytes(), StandardCharsets.UTF_8));
+        } catch (IOException e) {
+            throw new UncheckedIOException("cannot read Lua script " + resource, e);
+        }
+    }
+
+    String name() {
+        return name;
+    }
+
+    String body() {
+        return body;
+    }
+
+    String sha() {
+        return sha;
+    }
+
+    <T> T run(RedisScriptingCommands<String, String> redis, ScriptOutputType type, String[] keys, String... args) {
+        try {
+            return redis.evalsha(sha, type, keys, args);
+        } catch (RedisNoScriptException e) {
+            return redis.eval(body, type, keys, args);
+        }
+    }
+
+    private static String sha1(String text) {
+        try {
+            return HexFormat.of()
+                    .formatHex(MessageDigest.getInstance("SHA-1").digest(text.getBytes(StandardCharsets.UTF_8)));
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException("SHA-1 is required by every Java platform", e);
+        }
+    }
+}

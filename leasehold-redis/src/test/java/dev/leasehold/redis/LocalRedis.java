@@ -1,0 +1,167 @@
+package dev.leasehold.redis;
+
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Assumptions;
+
+/**
+ * Starts real {@code redis-server} processes on loopback ports for topology tests (Cluster,
+ * Sentinel). Where {@code redis-server} or {@code redis-cli} is not installed, the calling test is
+ * skipped with a message saying so.
+ */
+final class LocalRedis implements AutoCloseable {
+
+    private final List<Process> processes = new ArrayList<>();
+    final Path dir;
+
+    LocalRedis() throws IOException {
+        requireInstalled("redis-server");
+        this.dir = Files.createTempDirectory("leasehold-redis");
+    }
+
+    static void requireInstalled(String command) {
+        try {
+            Process process = new ProcessBuilder(command, "--version")
+                    .redirectErrorStream(true)
+                    .start();
+            process.getInputStream().readAllBytes();
+            Assumptions.assumeTrue(
+                    process.waitFor(10, TimeUnit.SECONDS) && process.exitValue() == 0,
+                    command + " --version failed; install Redis to run this topology test");
+        } catch (IOException e) {
+            Assumptions.abort(command + " is not installed; install Redis (redis-server, redis-cli) to run this"
+                    + " topology test");
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            Assumptions.abort("interrupted while looking for " + command);
+        }
+    }
+
+    /** A port whose cluster bus port (+10000) is free too. */
+    static int freePortPair() throws IOException {
+        for (int attempt = 0; attempt < 200; attempt++) {
+            int port = ThreadLocalRandom.current().nextInt(20000, 29000);
+            if (free(port) && free(port + 10000)) {
+                return port;
+            }
+        }
+        throw new IOException("no free port pair found");
+    }
+
+    private static boolean free(int port) {
+        try (ServerSocket socket = new ServerSocket(port)) {
+            socket.setReuseAddress(true);
+            return true;
+        } catch (IOException e) {
+            return false;
+        }
+    }
+
+    Process server(int port, String... extra) throws IOException, InterruptedException {
+        List<String> command = new ArrayList<>(List.of(
+                "redis-server",
+                "--port",
+                String.valueOf(port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                dir.toString(),
+                "--logfile",
+                "redis-" + port + ".log"));
+        command.addAll(List.of(extra));
+        return start(command, port);
+    }
+
+    Process sentinel(int port, int masterPort, String masterName) throws IOException, InterruptedException {
+        Path config = dir.resolve("sentinel-" + port + ".conf");
+        Files.writeString(
+                config,
+                String.join(
+                        "\n",
+                        "port " + port,
+                        "bind 127.0.0.1",
+                        "dir " + dir,
+                        "logfile sentinel-" + port + ".log",
+                        "sentinel monitor " + masterName + " 127.0.0.1 " + masterPort + " 1",
+                        "sentinel down-after-milliseconds " + masterName + " 5000",
+                        ""),
+                StandardCharsets.UTF_8);
+        return start(List.of("redis-server", config.toString(), "--sentinel"), port);
+    }
+
+    private Process start(List<String> command, int port) throws IOException, InterruptedException {
+        Process process = new ProcessBuilder(command)
+                .directory(dir.toFile())
+                .redirectErrorStream(true)
+                .redirectOutput(dir.resolve("out-" + port + ".txt").toFile())
+                .start();
+        processes.add(process);
+        long deadline = System.nanoTime() + Duration.ofSeconds(15).toNanos();
+        while (System.nanoTime() < deadline) {
+            if (answers(port)) {
+                return process;
+            }
+            if (!process.isAlive()) {
+                throw new IOException("redis-server on port " + port + " exited: " + command);
+            }
+            Thread.sleep(50);
+        }
+        throw new IOException("redis-server on port " + port + " did not answer within 15 s");
+    }
+
+    static boolean answers(int port) {
+        try (Socket socket = new Socket()) {
+            socket.connect(new InetSocketAddress("127.0.0.1", port), 200);
+            socket.setSoTimeout(500);
+            socket.getOutputStream().write("PING\r\n".getBytes(StandardCharsets.US_ASCII));
+            byte[] reply = socket.getInputStream().readNBytes(5);
+            return new String(reply, StandardCharsets.US_ASCII).equals("+PONG");
+        } catch (IOException e) {
+            return false;
+        }
+    }
+
+    /** Runs redis-cli with the arguments; fails if it does not exit 0. */
+    String cli(String... args) throws IOException, InterruptedException {
+        requireInstalled("redis-cli");
+        List<String> command = new ArrayList<>();
+        command.add("redis-cli");
+        command.addAll(List.of(args));
+        Process process = new ProcessBuilder(command).redirectErrorStream(true).start();
+        String output = new String(process.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        if (!process.waitFor(60, TimeUnit.SECONDS) || process.exitValue() != 0) {
+            throw new IOException("redis-cli " + String.join(" ", args) + " failed: " + output);
+        }
+        return output;
+    }
+
+    @Override
+    public void close() {
+        for (Process process : processes) {
+            process.destroy();
+        }
+        for (Process process : processes) {
+            try {
+                if (!process.waitFor(5, TimeUnit.SECONDS)) {
+                    process.destroyForcibly();
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+}
