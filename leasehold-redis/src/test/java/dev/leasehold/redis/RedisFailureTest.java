@@ -1,0 +1,158 @@
+package dev.leasehold.redis;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
+
+import dev.leasehold.Lease;
+import dev.leasehold.LeaseEventType;
+import dev.leasehold.LeaseLostException;
+import dev.leasehold.LeaseOptions;
+import dev.leasehold.LeaseStoreException;
+import dev.leasehold.LockKey;
+import dev.leasehold.LockOwner;
+import dev.leasehold.LockService;
+import dev.leasehold.spi.AcquireResult;
+import io.lettuce.core.RedisClient;
+import io.lettuce.core.RedisURI;
+import io.lettuce.core.api.StatefulRedisConnection;
+import java.io.IOException;
+import java.net.ServerSocket;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicReference;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import redis.embedded.RedisServer;
+
+/**
+ * What holders see when Redis fails: a server of the test's own (embedded, without persistence)
+ * is stopped and restarted under a live store.
+ */
+class RedisFailureTest {
+
+    private int port;
+    private RedisServer server;
+    private RedisClient client;
+    private RedisLeaseStore store;
+    private final RedisKeys keys = new RedisKeys("leasehold:");
+
+    @BeforeEach
+    void start() throws IOException {
+        try (ServerSocket socket = new ServerSocket(0)) {
+            port = socket.getLocalPort();
+        }
+        server = newServer();
+        server.start();
+        client = RedisClient.create(RedisURI.builder()
+                .withHost("127.0.0.1")
+                .withPort(port)
+                .withTimeout(Duration.ofMillis(500))
+                .build());
+        store = RedisLeaseStore.builder(client).build();
+    }
+
+    private RedisServer newServer() throws IOException {
+        return RedisServer.newRedisServer()
+                .port(port)
+                .bind("127.0.0.1")
+                .setting("save \"\"")
+                .setting("appendonly no")
+                .build();
+    }
+
+    @AfterEach
+    void stop() throws IOException {
+        store.close();
+        client.shutdown();
+        if (server.isActive()) {
+            server.stop();
+        }
+    }
+
+    @Test
+    void unreachableRedisIsATypedExceptionNamingTheKey() throws IOException {
+        LockKey key = LockKey.of("borrow", "B-unreachable");
+        server.stop();
+
+        assertThatThrownBy(() -> store.tryAcquire(key, LockOwner.create("t").token(), Duration.ofSeconds(5)))
+                .isInstanceOf(LeaseStoreException.class)
+                .hasMessageContaining("acquire")
+                .hasMessageContaining(key.render());
+        try (LockService locks = LockService.builder(store).build()) {
+            assertThatThrownBy(() -> locks.tryAcquire(key, LeaseOptions.defaults()))
+                    .isInstanceOf(LeaseStoreException.class)
+                    .hasMessageContaining(key.render());
+        }
+    }
+
+    @Test
+    void holderWhoseRenewalsFailGetsTheLostSignal() throws IOException {
+        List<LeaseEventType> events = new CopyOnWriteArrayList<>();
+        try (LockService locks =
+                LockService.builder(store).listener(e -> events.add(e.type())).build()) {
+            LockKey key = LockKey.of("borrow", "B-renewal-fails");
+            Lease lease = locks.tryAcquire(
+                            key,
+                            LeaseOptions.builder()
+                                    .leaseFor(Duration.ofMillis(900))
+                                    .build())
+                    .orElseThrow();
+            AtomicReference<LeaseLostException> lost = new AtomicReference<>();
+            lease.onLost(lost::set);
+
+            server.stop();
+
+            await().atMost(Duration.ofSeconds(15)).until(() -> lost.get() != null);
+            assertThat(lease.isHeld()).isFalse();
+            assertThat(events).contains(LeaseEventType.RENEWAL_FAILED, LeaseEventType.LOST);
+            assertThat(lost.get().getMessage()).contains(key.render());
+        }
+    }
+
+    @Test
+    void fencesNeverGoBackwardsWhenRedisRestartsWithoutPersistence() throws IOException {
+        LockKey key = LockKey.of("borrow", "B-restart");
+        long before = 0;
+        for (int i = 0; i < 5; i++) {
+            String owner = LockOwner.create("t").token();
+            before = ((AcquireResult.Granted) store.tryAcquire(key, owner, Duration.ofSeconds(30)))
+                    .grant()
+                    .fence();
+            store.release(key, owner);
+        }
+
+        server.stop();
+        server = newServer();
+        server.start();
+
+        try (StatefulRedisConnection<String, String> raw = client.connect()) {
+            // The restart really lost the counter: a plain INCR would now start again at 1.
+            assertThat(raw.sync().exists(keys.fence(key))).isZero();
+        }
+        String owner = LockOwner.create("t").token();
+        AcquireResult after = await().atMost(Duration.ofSeconds(10))
+                .ignoreExceptions()
+                .until(() -> store.tryAcquire(key, owner, Duration.ofSeconds(30)), r -> r != null);
+        assertThat(((AcquireResult.Granted) after).grant().fence()).isGreaterThan(before);
+    }
+
+    @Test
+    void eachOperationIsOneScriptCall() {
+        LockKey key = LockKey.of("borrow", "B-commands");
+        try (StatefulRedisConnection<String, String> raw = client.connect()) {
+            raw.sync().configResetstat();
+            String owner = LockOwner.create("t").token();
+            store.tryAcquire(key, owner, Duration.ofSeconds(30));
+            store.renew(key, owner, Duration.ofSeconds(30));
+            store.inspect(key);
+            store.release(key, owner);
+            store.forceRelease(key);
+            String stats = raw.sync().info("commandstats");
+            assertThat(stats).contains("cmdstat_evalsha:calls=5,");
+            assertThat(stats).doesNotContain("cmdstat_eval:");
+        }
+    }
+}
