@@ -1,0 +1,75 @@
+package dev.leasehold.jdbc;
+
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.util.Locale;
+import javax.sql.DataSource;
+
+/**
+ * The databases the SQL store speaks to, each with its dialect and its schema script (a Flyway
+ * migration under {@link #migrationLocation()}).
+ */
+public enum Database {
+    /** PostgreSQL 9.5 or later. */
+    POSTGRESQL("postgresql", new PostgresDialect()),
+    /** MariaDB 10.5 or later (MySQL lacks RETURNING and is not supported). */
+    MARIADB("mariadb", new MariaDbDialect()),
+    /** H2 2.x, embedded or server. */
+    H2("h2", new H2Dialect());
+
+    private final String id;
+    private final SqlDialect dialect;
+
+    Database(String id, SqlDialect dialect) {
+        this.id = id;
+        this.dialect = dialect;
+    }
+
+    /** A short lower-case name, fit for logs and metric tags. */
+    public String id() {
+        return id;
+    }
+
+    /**
+     * Where the schema script lies on the class path, for Flyway ({@code classpath:} + this). Run it
+     * with its own history table (for example {@code leasehold_schema_history}) so its versions never
+     * collide with the application's.
+     */
+    public String migrationLocation() {
+        return "db/leasehold/" + id;
+    }
+
+    SqlDialect dialect() {
+        return dialect;
+    }
+
+    /**
+     * The database behind a data source, from its JDBC metadata.
+     *
+     * @throws IllegalArgumentException naming the product if it is not supported
+     * @throws dev.leasehold.LeaseStoreException if no connection can be had
+     */
+    public static Database detect(DataSource dataSource) {
+        try (Connection connection = dataSource.getConnection()) {
+            return of(connection.getMetaData().getDatabaseProductName());
+        } catch (SQLException e) {
+            throw new dev.leasehold.LeaseStoreException("detect the database", "(none)", e);
+        }
+    }
+
+    static Database of(String productName) {
+        String name = productName == null ? "" : productName.toLowerCase(Locale.ROOT);
+        if (name.contains("postgresql")) {
+            return POSTGRESQL;
+        }
+        if (name.contains("mariadb")) {
+            return MARIADB;
+        }
+        if (name.equals("h2")) {
+            return H2;
+        }
+        throw new IllegalArgumentException("database '" + productName
+                + "' is not supported by the SQL lease store; supported: PostgreSQL, MariaDB (use the MariaDB"
+                + " driver), H2");
+    }
+}

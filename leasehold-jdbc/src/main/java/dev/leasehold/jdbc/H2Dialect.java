@@ -1,0 +1,124 @@
+package dev.leasehold.jdbc;
+
+/** The lease SQL for H2 (2.x): {@code MERGE ... USING} read back through {@code FINAL TABLE}. */
+final class H2Dialect implements SqlDialect {
+
+    /**
+     * Epoch ms by the database clock. EXTRACT(EPOCH ...) counts from the instant; DATEDIFF would count
+     * from the session's local time and shift with SET TIME ZONE.
+     */
+    private static final String NOW = "CAST(EXTRACT(EPOCH FROM CURRENT_TIMESTAMP) * 1000 AS BIGINT)";
+
+    /*
+     * acquire: grants lock_key to owner for lease_ms when the row
+     *   - does not exist                           -> inserted, fence = now_ms * 1000
+     *   - is free or expired (expires_at_ms <= now) -> taken over, fence + 1
+     *   - is held by the same owner, unexpired      -> extended, fence kept
+     * and otherwise matches without updating, so FINAL TABLE returns nothing (busy). Two callers
+     * creating the same row at once: one fails on the primary key and runs the statement again.
+     */
+    private static final String ACQUIRE = """
+            SELECT owner_token, fence, expires_at_ms, %1$s AS now_ms FROM FINAL TABLE (
+              MERGE INTO leasehold_lease l
+              USING (VALUES (CAST(? AS VARCHAR(255)), CAST(? AS VARCHAR(128)), CAST(? AS BIGINT),
+                             CAST(? AS VARCHAR(255)))) AS p(k, o, ms, h)
+                 ON l.lock_key = p.k
+              WHEN MATCHED AND (l.expires_at_ms <= %1$s OR l.owner_token = p.o) THEN UPDATE SET
+                   fence = CASE WHEN l.owner_token = p.o AND l.expires_at_ms > %1$s THEN l.fence ELSE l.fence + 1 END,
+                   acquired_at_ms = CASE WHEN l.owner_token = p.o AND l.expires_at_ms > %1$s
+                                         THEN l.acquired_at_ms ELSE %1$s END,
+                   owner_token = p.o, expires_at_ms = %1$s + p.ms, holder = p.h
+              WHEN NOT MATCHED THEN INSERT (lock_key, owner_token, fence, expires_at_ms, acquired_at_ms, holder)
+                   VALUES (p.k, p.o, %1$s * 1000, %1$s + p.ms, %1$s, p.h))
+            """.formatted(NOW);
+
+    /* renew: compare-and-extend. Only the unexpired owner's row gets expires_at_ms = now + lease_ms. */
+    private static final String RENEW = """
+            SELECT owner_token, fence, expires_at_ms, %1$s AS now_ms FROM FINAL TABLE (
+              MERGE INTO leasehold_lease l
+              USING (VALUES (CAST(? AS VARCHAR(255)), CAST(? AS VARCHAR(128)), CAST(? AS BIGINT))) AS p(k, o, ms)
+                 ON l.lock_key = p.k
+              WHEN MATCHED AND l.owner_token = p.o AND l.expires_at_ms > %1$s THEN UPDATE SET
+                   expires_at_ms = %1$s + p.ms)
+            """.formatted(NOW);
+
+    /* release: compare-and-free. Only the unexpired owner frees the row; the row and its fence stay. */
+    private static final String RELEASE = """
+            UPDATE leasehold_lease SET owner_token = NULL, expires_at_ms = 0
+             WHERE lock_key = ? AND owner_token = ? AND expires_at_ms > %1$s
+            """.formatted(NOW);
+
+    /* force-release: frees an unexpired lease whoever holds it; the fence stays. */
+    private static final String FORCE_RELEASE = """
+            UPDATE leasehold_lease SET owner_token = NULL, expires_at_ms = 0
+             WHERE lock_key = ? AND expires_at_ms > %1$s
+            """.formatted(NOW);
+
+    /* inspect: the unexpired lease, if any. */
+    private static final String INSPECT = """
+            SELECT owner_token, fence, expires_at_ms, %1$s AS now_ms
+              FROM leasehold_lease
+             WHERE lock_key = ? AND expires_at_ms > %1$s
+            """.formatted(NOW);
+
+    /* delete-expired: removes at most `limit` rows expired for longer than retention_ms. */
+    private static final String DELETE_EXPIRED = """
+            DELETE FROM leasehold_lease WHERE expires_at_ms < %1$s - CAST(? AS BIGINT)
+               AND expires_at_ms < %1$s - CAST(? AS BIGINT) FETCH FIRST ? ROWS ONLY
+            """.formatted(NOW);
+
+    /* accept-fence: raises the resource's fence to max(stored, given) and returns it; locks the row. */
+    private static final String ACCEPT_FENCE = """
+            SELECT fence FROM FINAL TABLE (
+              MERGE INTO leasehold_fence f
+              USING (VALUES (CAST(? AS VARCHAR(255)), CAST(? AS BIGINT))) AS p(resource, fence)
+                 ON f.resource = p.resource
+              WHEN MATCHED THEN UPDATE SET fence = GREATEST(f.fence, p.fence)
+              WHEN NOT MATCHED THEN INSERT (resource, fence) VALUES (p.resource, p.fence))
+            """;
+
+    @Override
+    public Database database() {
+        return Database.H2;
+    }
+
+    @Override
+    public String acquire() {
+        return ACQUIRE;
+    }
+
+    @Override
+    public String renew() {
+        return RENEW;
+    }
+
+    @Override
+    public String release() {
+        return RELEASE;
+    }
+
+    @Override
+    public String forceRelease() {
+        return FORCE_RELEASE;
+    }
+
+    @Override
+    public String inspect() {
+        return INSPECT;
+    }
+
+    @Override
+    public String deleteExpired() {
+        return DELETE_EXPIRED;
+    }
+
+    @Override
+    public String acceptFence() {
+        return ACCEPT_FENCE;
+    }
+
+    @Override
+    public boolean retriesDuplicateKey() {
+        return true;
+    }
+}

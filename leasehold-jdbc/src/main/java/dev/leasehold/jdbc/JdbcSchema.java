@@ -1,0 +1,66 @@
+package dev.leasehold.jdbc;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.ArrayList;
+import java.util.List;
+import javax.sql.DataSource;
+
+/**
+ * Creates Leasehold's tables by running the bundled schema script, for tests and applications that
+ * do not use Flyway. The script only creates what is missing, so running it again is harmless.
+ */
+public final class JdbcSchema {
+
+    private JdbcSchema() {}
+
+    /**
+     * Creates the lease and fence tables if they do not exist.
+     *
+     * @throws SQLException if a statement fails
+     */
+    public static void create(DataSource dataSource, Database database) throws SQLException {
+        try (Connection connection = dataSource.getConnection();
+                Statement statement = connection.createStatement()) {
+            for (String sql : statements(database)) {
+                statement.execute(sql);
+            }
+            if (!connection.getAutoCommit()) {
+                connection.commit();
+            }
+        }
+    }
+
+    /** The statements of the bundled script, comments removed. */
+    static List<String> statements(Database database) {
+        String resource = "/" + database.migrationLocation() + "/V1__leasehold_tables.sql";
+        String script;
+        try (InputStream in = JdbcSchema.class.getResourceAsStream(resource)) {
+            if (in == null) {
+                throw new IllegalStateException("schema script " + resource + " is missing from the classpath");
+            }
+            script = new String(in.readAllBytes(), StandardCharsets.UTF_8);
+        } catch (IOException e) {
+            throw new UncheckedIOException(e);
+        }
+        StringBuilder withoutComments = new StringBuilder();
+        for (String line : script.split("\n")) {
+            int comment = line.indexOf("--");
+            withoutComments
+                    .append(comment >= 0 ? line.substring(0, comment) : line)
+                    .append('\n');
+        }
+        List<String> statements = new ArrayList<>();
+        for (String sql : withoutComments.toString().split(";")) {
+            if (!sql.isBlank()) {
+                statements.add(sql.trim());
+            }
+        }
+        return statements;
+    }
+}

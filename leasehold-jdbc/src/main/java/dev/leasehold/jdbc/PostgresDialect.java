@@ -1,0 +1,123 @@
+package dev.leasehold.jdbc;
+
+/** The lease SQL for PostgreSQL (9.5 and later): {@code INSERT ... ON CONFLICT ... RETURNING}. */
+final class PostgresDialect implements SqlDialect {
+
+    /** Epoch ms at the start of this statement: constant within it, unlike clock_timestamp(). */
+    private static final String NOW = "(EXTRACT(EPOCH FROM statement_timestamp()) * 1000)::BIGINT";
+
+    /*
+     * acquire: grants lock_key to owner for lease_ms when the row
+     *   - does not exist                           -> inserted, fence = now_ms * 1000
+     *   - is free or expired (expires_at_ms <= now) -> taken over, fence + 1
+     *   - is held by the same owner, unexpired      -> extended, fence kept
+     * and otherwise leaves it alone and returns nothing (busy). Concurrent first acquires of a new
+     * key are decided by the primary key: one inserts, the others see its row in ON CONFLICT.
+     */
+    private static final String ACQUIRE = """
+            INSERT INTO leasehold_lease AS l (lock_key, owner_token, fence, expires_at_ms, acquired_at_ms, holder)
+            SELECT p.k, p.o, c.now_ms * 1000, c.now_ms + p.ms, c.now_ms, p.h
+              FROM (SELECT CAST(? AS VARCHAR(255)) AS k, CAST(? AS VARCHAR(128)) AS o,
+                           CAST(? AS BIGINT) AS ms, CAST(? AS VARCHAR(255)) AS h) p,
+                   (SELECT %1$s AS now_ms) c
+            ON CONFLICT (lock_key) DO UPDATE
+               SET fence = CASE WHEN l.owner_token = EXCLUDED.owner_token AND l.expires_at_ms > EXCLUDED.acquired_at_ms
+                                THEN l.fence ELSE l.fence + 1 END,
+                   acquired_at_ms = CASE WHEN l.owner_token = EXCLUDED.owner_token AND l.expires_at_ms > EXCLUDED.acquired_at_ms
+                                THEN l.acquired_at_ms ELSE EXCLUDED.acquired_at_ms END,
+                   owner_token = EXCLUDED.owner_token,
+                   expires_at_ms = EXCLUDED.expires_at_ms,
+                   holder = EXCLUDED.holder
+             WHERE l.expires_at_ms <= EXCLUDED.acquired_at_ms OR l.owner_token = EXCLUDED.owner_token
+            RETURNING owner_token, fence, expires_at_ms, %1$s AS now_ms
+            """.formatted(NOW);
+
+    /* renew: compare-and-extend. Only the unexpired owner's row gets expires_at_ms = now + lease_ms. */
+    private static final String RENEW = """
+            UPDATE leasehold_lease l
+               SET expires_at_ms = c.now_ms + p.ms
+              FROM (SELECT CAST(? AS VARCHAR(255)) AS k, CAST(? AS VARCHAR(128)) AS o, CAST(? AS BIGINT) AS ms) p,
+                   (SELECT %1$s AS now_ms) c
+             WHERE l.lock_key = p.k AND l.owner_token = p.o AND l.expires_at_ms > c.now_ms
+            RETURNING l.owner_token, l.fence, l.expires_at_ms, c.now_ms
+            """.formatted(NOW);
+
+    /* release: compare-and-free. Only the unexpired owner frees the row; the row and its fence stay. */
+    private static final String RELEASE = """
+            UPDATE leasehold_lease SET owner_token = NULL, expires_at_ms = 0
+             WHERE lock_key = ? AND owner_token = ? AND expires_at_ms > %1$s
+            """.formatted(NOW);
+
+    /* force-release: frees an unexpired lease whoever holds it; the fence stays. */
+    private static final String FORCE_RELEASE = """
+            UPDATE leasehold_lease SET owner_token = NULL, expires_at_ms = 0
+             WHERE lock_key = ? AND expires_at_ms > %1$s
+            """.formatted(NOW);
+
+    /* inspect: the unexpired lease, if any. */
+    private static final String INSPECT = """
+            SELECT owner_token, fence, expires_at_ms, c.now_ms
+              FROM leasehold_lease, (SELECT %1$s AS now_ms) c
+             WHERE lock_key = ? AND expires_at_ms > c.now_ms
+            """.formatted(NOW);
+
+    /*
+     * delete-expired: removes at most `limit` rows expired for longer than retention_ms. The outer
+     * condition is checked again on the row version the DELETE locks, so a row re-acquired meanwhile
+     * survives. A deleted key's next row is seeded with now_ms * 1000, above any fence it had.
+     */
+    private static final String DELETE_EXPIRED = """
+            DELETE FROM leasehold_lease
+             WHERE expires_at_ms < %1$s - CAST(? AS BIGINT)
+               AND lock_key IN (SELECT lock_key FROM leasehold_lease
+                                 WHERE expires_at_ms < %1$s - CAST(? AS BIGINT)
+                                 LIMIT ? FOR UPDATE SKIP LOCKED)
+            """.formatted(NOW);
+
+    /* accept-fence: raises the resource's fence to max(stored, given) and returns it; locks the row. */
+    private static final String ACCEPT_FENCE = """
+            INSERT INTO leasehold_fence AS f (resource, fence) VALUES (?, ?)
+            ON CONFLICT (resource) DO UPDATE SET fence = GREATEST(f.fence, EXCLUDED.fence)
+            RETURNING fence
+            """;
+
+    @Override
+    public Database database() {
+        return Database.POSTGRESQL;
+    }
+
+    @Override
+    public String acquire() {
+        return ACQUIRE;
+    }
+
+    @Override
+    public String renew() {
+        return RENEW;
+    }
+
+    @Override
+    public String release() {
+        return RELEASE;
+    }
+
+    @Override
+    public String forceRelease() {
+        return FORCE_RELEASE;
+    }
+
+    @Override
+    public String inspect() {
+        return INSPECT;
+    }
+
+    @Override
+    public String deleteExpired() {
+        return DELETE_EXPIRED;
+    }
+
+    @Override
+    public String acceptFence() {
+        return ACCEPT_FENCE;
+    }
+}
