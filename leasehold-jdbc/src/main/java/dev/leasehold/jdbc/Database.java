@@ -11,18 +11,16 @@ import javax.sql.DataSource;
  */
 public enum Database {
     /** PostgreSQL 9.5 or later. */
-    POSTGRESQL("postgresql", new PostgresDialect()),
+    POSTGRESQL("postgresql"),
     /** MariaDB 10.5 or later (MySQL lacks RETURNING and is not supported). */
-    MARIADB("mariadb", new MariaDbDialect()),
+    MARIADB("mariadb"),
     /** H2 2.x, embedded or server. */
-    H2("h2", new H2Dialect());
+    H2("h2");
 
     private final String id;
-    private final SqlDialect dialect;
 
-    Database(String id, SqlDialect dialect) {
+    Database(String id) {
         this.id = id;
-        this.dialect = dialect;
     }
 
     /** A short lower-case name, fit for logs and metric tags. */
@@ -40,7 +38,11 @@ public enum Database {
     }
 
     SqlDialect dialect() {
-        return dialect;
+        return switch (this) {
+            case POSTGRESQL -> PostgresDialect.SQL;
+            case MARIADB -> MariaDbDialect.SQL;
+            case H2 -> H2Dialect.SQL;
+        };
     }
 
     /**

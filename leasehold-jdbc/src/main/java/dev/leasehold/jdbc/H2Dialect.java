@@ -1,7 +1,7 @@
 package dev.leasehold.jdbc;
 
 /** The lease SQL for H2 (2.x): {@code MERGE ... USING} read back through {@code FINAL TABLE}. */
-final class H2Dialect implements SqlDialect {
+final class H2Dialect {
 
     /**
      * Epoch ms by the database clock. EXTRACT(EPOCH ...) counts from the instant; DATEDIFF would count
@@ -77,48 +77,8 @@ final class H2Dialect implements SqlDialect {
               WHEN NOT MATCHED THEN INSERT (resource, fence) VALUES (p.resource, p.fence))
             """;
 
-    @Override
-    public Database database() {
-        return Database.H2;
-    }
+    static final SqlDialect SQL = new SqlDialect(
+            Database.H2, ACQUIRE, RENEW, RELEASE, FORCE_RELEASE, INSPECT, DELETE_EXPIRED, ACCEPT_FENCE, true);
 
-    @Override
-    public String acquire() {
-        return ACQUIRE;
-    }
-
-    @Override
-    public String renew() {
-        return RENEW;
-    }
-
-    @Override
-    public String release() {
-        return RELEASE;
-    }
-
-    @Override
-    public String forceRelease() {
-        return FORCE_RELEASE;
-    }
-
-    @Override
-    public String inspect() {
-        return INSPECT;
-    }
-
-    @Override
-    public String deleteExpired() {
-        return DELETE_EXPIRED;
-    }
-
-    @Override
-    public String acceptFence() {
-        return ACCEPT_FENCE;
-    }
-
-    @Override
-    public boolean retriesDuplicateKey() {
-        return true;
-    }
+    private H2Dialect() {}
 }

@@ -9,7 +9,7 @@ package dev.leasehold.jdbc;
  * or same owner) reads the same before and after each assignment: fence and acquired_at_ms first,
  * owner_token next, expires_at_ms last.
  */
-final class MariaDbDialect implements SqlDialect {
+final class MariaDbDialect {
 
     /** Epoch ms by the server's UTC clock, fixed for the statement; no session time zone involved. */
     private static final String NOW = "(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 1000)";
@@ -84,43 +84,8 @@ final class MariaDbDialect implements SqlDialect {
             RETURNING fence
             """;
 
-    @Override
-    public Database database() {
-        return Database.MARIADB;
-    }
+    static final SqlDialect SQL = new SqlDialect(
+            Database.MARIADB, ACQUIRE, RENEW, RELEASE, FORCE_RELEASE, INSPECT, DELETE_EXPIRED, ACCEPT_FENCE, false);
 
-    @Override
-    public String acquire() {
-        return ACQUIRE;
-    }
-
-    @Override
-    public String renew() {
-        return RENEW;
-    }
-
-    @Override
-    public String release() {
-        return RELEASE;
-    }
-
-    @Override
-    public String forceRelease() {
-        return FORCE_RELEASE;
-    }
-
-    @Override
-    public String inspect() {
-        return INSPECT;
-    }
-
-    @Override
-    public String deleteExpired() {
-        return DELETE_EXPIRED;
-    }
-
-    @Override
-    public String acceptFence() {
-        return ACCEPT_FENCE;
-    }
+    private MariaDbDialect() {}
 }

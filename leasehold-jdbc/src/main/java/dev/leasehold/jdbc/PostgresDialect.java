@@ -1,7 +1,7 @@
 package dev.leasehold.jdbc;
 
 /** The lease SQL for PostgreSQL (9.5 and later): {@code INSERT ... ON CONFLICT ... RETURNING}. */
-final class PostgresDialect implements SqlDialect {
+final class PostgresDialect {
 
     /** Epoch ms at the start of this statement: constant within it, unlike clock_timestamp(). */
     private static final String NOW = "(EXTRACT(EPOCH FROM statement_timestamp()) * 1000)::BIGINT";
@@ -81,43 +81,8 @@ final class PostgresDialect implements SqlDialect {
             RETURNING fence
             """;
 
-    @Override
-    public Database database() {
-        return Database.POSTGRESQL;
-    }
+    static final SqlDialect SQL = new SqlDialect(
+            Database.POSTGRESQL, ACQUIRE, RENEW, RELEASE, FORCE_RELEASE, INSPECT, DELETE_EXPIRED, ACCEPT_FENCE, false);
 
-    @Override
-    public String acquire() {
-        return ACQUIRE;
-    }
-
-    @Override
-    public String renew() {
-        return RENEW;
-    }
-
-    @Override
-    public String release() {
-        return RELEASE;
-    }
-
-    @Override
-    public String forceRelease() {
-        return FORCE_RELEASE;
-    }
-
-    @Override
-    public String inspect() {
-        return INSPECT;
-    }
-
-    @Override
-    public String deleteExpired() {
-        return DELETE_EXPIRED;
-    }
-
-    @Override
-    public String acceptFence() {
-        return ACCEPT_FENCE;
-    }
+    private PostgresDialect() {}
 }
