@@ -9,7 +9,6 @@ import java.sql.SQLException;
 import java.sql.Statement;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.AfterAll;
-import org.junit.jupiter.api.BeforeAll;
 
 /** The SQL store on PostgreSQL. */
 class PostgresLeaseStoreTest extends AbstractJdbcLeaseStoreTest {
@@ -17,10 +16,13 @@ class PostgresLeaseStoreTest extends AbstractJdbcLeaseStoreTest {
     private static TestServices.JdbcEndpoint endpoint;
     private static HikariDataSource pool;
 
-    @BeforeAll
-    static void connect() {
-        endpoint = TestServices.postgres();
-        pool = pool(endpoint.url(), endpoint.user(), endpoint.password(), Database.POSTGRESQL, null);
+    /** Resolved on first use, so a missing server skips each test with its reason instead of the class silently. */
+    private static synchronized HikariDataSource pool() {
+        if (pool == null) {
+            endpoint = TestServices.postgres();
+            pool = pool(endpoint.url(), endpoint.user(), endpoint.password(), Database.POSTGRESQL, null);
+        }
+        return pool;
     }
 
     @AfterAll
@@ -32,7 +34,7 @@ class PostgresLeaseStoreTest extends AbstractJdbcLeaseStoreTest {
 
     @Override
     protected DataSource dataSource() {
-        return pool;
+        return pool();
     }
 
     @Override

@@ -37,6 +37,7 @@ import redis.embedded.RedisServer;
 public final class TestServices {
 
     private static final Map<String, Object> RESOLVED = new ConcurrentHashMap<>();
+    private static final java.util.Set<String> REPORTED = ConcurrentHashMap.newKeySet();
 
     private TestServices() {}
 
@@ -83,6 +84,10 @@ public final class TestServices {
     private static <T> T resolve(String name, Supplier<Object> finder) {
         Object found = RESOLVED.computeIfAbsent(name, n -> finder.get());
         if (found instanceof String reason) {
+            if (REPORTED.add(name)) {
+                // Once per JVM on the console, so a skip is never silent.
+                System.out.println("[leasehold TestServices] skipping tests that need " + reason);
+            }
             Assumptions.abort(reason);
         }
         return (T) found;
@@ -119,6 +124,9 @@ public final class TestServices {
     private static Object findPostgres() {
         String url = System.getenv("LEASEHOLD_POSTGRES_URL");
         if (url != null && !url.isBlank()) {
+            if (!jdbcAddressAnswers(url.trim())) {
+                return "PostgreSQL: LEASEHOLD_POSTGRES_URL=" + url + " does not accept connections";
+            }
             return new JdbcEndpoint(
                     url.trim(),
                     env("LEASEHOLD_POSTGRES_USER", "postgres"),
@@ -154,6 +162,9 @@ public final class TestServices {
     private static Object findMariadb() {
         String url = System.getenv("LEASEHOLD_MARIADB_URL");
         if (url != null && !url.isBlank()) {
+            if (!jdbcAddressAnswers(url.trim())) {
+                return "MariaDB: LEASEHOLD_MARIADB_URL=" + url + " does not accept connections";
+            }
             return new JdbcEndpoint(
                     url.trim(),
                     env("LEASEHOLD_MARIADB_USER", "root"),
@@ -184,6 +195,15 @@ public final class TestServices {
             int read = in.readNBytes(reply, 0, 5);
             return read == 5 && new String(reply, 0, 5, StandardCharsets.US_ASCII).equals("+PONG");
         } catch (IOException e) {
+            return false;
+        }
+    }
+
+    private static boolean jdbcAddressAnswers(String jdbcUrl) {
+        try {
+            URI uri = URI.create(jdbcUrl.substring("jdbc:".length()));
+            return uri.getHost() != null && portOpen(uri.getHost(), uri.getPort() > 0 ? uri.getPort() : 5432);
+        } catch (IllegalArgumentException e) {
             return false;
         }
     }
