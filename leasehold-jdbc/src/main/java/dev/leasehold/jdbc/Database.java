@@ -37,6 +37,19 @@ public enum Database {
         return "db/leasehold/" + id;
     }
 
+    /**
+     * A SQL expression for the current time in epoch milliseconds by the database's clock, fixed for
+     * the statement and independent of session and JVM time zones. Other modules use it to judge
+     * staleness by the database clock only (B5).
+     */
+    public String nowMillisSql() {
+        return switch (this) {
+            case POSTGRESQL -> PostgresDialect.NOW;
+            case MARIADB -> MariaDbDialect.NOW;
+            case H2 -> H2Dialect.NOW;
+        };
+    }
+
     SqlDialect dialect() {
         return switch (this) {
             case POSTGRESQL -> PostgresDialect.SQL;

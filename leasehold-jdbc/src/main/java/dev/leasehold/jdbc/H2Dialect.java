@@ -7,7 +7,7 @@ final class H2Dialect {
      * Epoch ms by the database clock. EXTRACT(EPOCH ...) counts from the instant; DATEDIFF would count
      * from the session's local time and shift with SET TIME ZONE.
      */
-    private static final String NOW = "CAST(EXTRACT(EPOCH FROM CURRENT_TIMESTAMP) * 1000 AS BIGINT)";
+    static final String NOW = "CAST(EXTRACT(EPOCH FROM CURRENT_TIMESTAMP) * 1000 AS BIGINT)";
 
     /*
      * acquire: grants lock_key to owner for lease_ms when the row

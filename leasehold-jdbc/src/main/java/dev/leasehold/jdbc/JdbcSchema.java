@@ -25,9 +25,19 @@ public final class JdbcSchema {
      * @throws SQLException if a statement fails
      */
     public static void create(DataSource dataSource, Database database) throws SQLException {
+        runScript(dataSource, "/" + database.migrationLocation() + "/V1__leasehold_tables.sql");
+    }
+
+    /**
+     * Runs a schema script from the class path: statements separated by {@code ;}, {@code --}
+     * comments ignored. For Leasehold's own scripts, which only create what is missing.
+     *
+     * @throws SQLException if a statement fails
+     */
+    public static void runScript(DataSource dataSource, String classpathResource) throws SQLException {
         try (Connection connection = dataSource.getConnection();
                 Statement statement = connection.createStatement()) {
-            for (String sql : statements(database)) {
+            for (String sql : statements(classpathResource)) {
                 statement.execute(sql);
             }
             if (!connection.getAutoCommit()) {
@@ -37,8 +47,7 @@ public final class JdbcSchema {
     }
 
     /** The statements of the bundled script, comments removed. */
-    static List<String> statements(Database database) {
-        String resource = "/" + database.migrationLocation() + "/V1__leasehold_tables.sql";
+    static List<String> statements(String resource) {
         String script;
         try (InputStream in = JdbcSchema.class.getResourceAsStream(resource)) {
             if (in == null) {

@@ -12,7 +12,7 @@ package dev.leasehold.jdbc;
 final class MariaDbDialect {
 
     /** Epoch ms by the server's UTC clock, fixed for the statement; no session time zone involved. */
-    private static final String NOW = "(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 1000)";
+    static final String NOW = "(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 1000)";
 
     /*
      * acquire: grants lock_key to owner for lease_ms when the row

@@ -4,7 +4,7 @@ package dev.leasehold.jdbc;
 final class PostgresDialect {
 
     /** Epoch ms at the start of this statement: constant within it, unlike clock_timestamp(). */
-    private static final String NOW = "(EXTRACT(EPOCH FROM statement_timestamp()) * 1000)::BIGINT";
+    static final String NOW = "(EXTRACT(EPOCH FROM statement_timestamp()) * 1000)::BIGINT";
 
     /*
      * acquire: grants lock_key to owner for lease_ms when the row

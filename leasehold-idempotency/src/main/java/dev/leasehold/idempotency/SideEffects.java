@@ -1,0 +1,359 @@
+package dev.leasehold.idempotency;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.leasehold.LeaseStoreException;
+import dev.leasehold.jdbc.Database;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.function.Function;
+import javax.sql.DataSource;
+
+/**
+ * Side-effect records (seed features S1.7 to S1.10): a side effect of a request runs at most once
+ * per (request, effect name, canonical arguments), and its database write commits together with its
+ * SUCCESS mark.
+ *
+ * <p>{@link #runOnce} claims the effect's record, then:
+ *
+ * <ol>
+ *   <li>no record: insert it PROCESSING under a fresh token (a twin's duplicate key means "read it");
+ *   <li>SUCCESS: return the stored result without running anything;
+ *   <li>ERROR: re-claim it under a new token (compare-and-set on the old one) and run again;
+ *   <li>PROCESSING with a stale heartbeat (database clock): take it over and run again;
+ *   <li>PROCESSING and fresh: refuse with {@link IdempotencyConflictException} (EFFECT_IN_PROGRESS).
+ * </ol>
+ *
+ * Running happens in ONE transaction: touch the request row under the caller's token (so a
+ * request that was taken over cannot commit effects, and the row stays locked until commit), run
+ * the effect on the transaction's connection, mark the effect SUCCESS with its JSON result and
+ * business id under the claim's token, commit. A crash anywhere before the commit leaves neither
+ * the write nor the mark; after it, both. Thread-safe.
+ */
+public final class SideEffects {
+
+    private final DataSource dataSource;
+    private final Database database;
+    private final Duration staleAfter;
+    private final ObjectMapper mapper;
+
+    private SideEffects(Builder builder) {
+        this.dataSource = builder.dataSource;
+        this.database = builder.database != null ? builder.database : Database.detect(builder.dataSource);
+        this.staleAfter = builder.staleAfter;
+        this.mapper = builder.mapper;
+    }
+
+    /** A builder over {@code dataSource}. */
+    public static Builder builder(DataSource dataSource) {
+        return new Builder(dataSource);
+    }
+
+    private String sql(String template) {
+        return Statements.sql(template, database);
+    }
+
+    /** As {@link #runOnce(RequestHandle, String, String, Class, TransactionalEffect, Function)} without a business id. */
+    public <T> EffectResult<T> runOnce(
+            RequestHandle request,
+            String effectName,
+            String argumentsJson,
+            Class<T> resultType,
+            TransactionalEffect<T> effect) {
+        return runOnce(request, effectName, argumentsJson, resultType, effect, result -> null);
+    }
+
+    /**
+     * Runs {@code effect} unless it already succeeded for this request with equal arguments.
+     *
+     * @param request the claimed request the effect belongs to
+     * @param effectName the effect's name, 1 to 100 characters (a tool name, for example)
+     * @param argumentsJson the effect's arguments as JSON; canonicalised before hashing
+     * @param resultType the result's class, to read a stored result back
+     * @param effect the write, run in the transaction that marks it done
+     * @param businessId the business id of a result (for recovery), or null
+     * @throws IllegalArgumentException if the arguments are not valid JSON or the name is malformed
+     * @throws IdempotencyConflictException if the effect is in progress elsewhere or the request was
+     *     taken over
+     * @throws SideEffectFailedException if the effect threw a checked exception (rolled back, ERROR)
+     */
+    public <T> EffectResult<T> runOnce(
+            RequestHandle request,
+            String effectName,
+            String argumentsJson,
+            Class<T> resultType,
+            TransactionalEffect<T> effect,
+            Function<T, String> businessId) {
+        Objects.requireNonNull(request, "request is missing (null)");
+        Jdbc.checkText("effect name", effectName, 100);
+        Objects.requireNonNull(resultType, "resultType is missing (null)");
+        Objects.requireNonNull(effect, "effect is missing (null)");
+        Objects.requireNonNull(businessId, "businessId is missing (null)");
+        String hash = CanonicalJson.fingerprint(argumentsJson);
+
+        for (int attempt = 0; attempt < 5; attempt++) {
+            Optional<EffectRow> found = read(request.id(), effectName, hash);
+            String token = Jdbc.newId();
+            if (found.isEmpty()) {
+                String id = Jdbc.newId();
+                if (insert(id, request.id(), effectName, hash, token)) {
+                    return execute(request, effectName, id, token, resultType, effect, businessId);
+                }
+                continue;
+            }
+            EffectRow row = found.get();
+            switch (row.status) {
+                case "SUCCESS" -> {
+                    return new EffectResult<>(readResult(row.resultJson, resultType, effectName), row.businessId, true);
+                }
+                case "ERROR" -> {
+                    if (update(row.id, Statements.RECLAIM_EFFECT_ERROR, token, row.id, row.token) == 1) {
+                        return execute(request, effectName, row.id, token, resultType, effect, businessId);
+                    }
+                }
+                case "PROCESSING" -> {
+                    if (row.ageMs < staleAfter.toMillis()) {
+                        throw new IdempotencyConflictException(
+                                IdempotencyConflictException.Reason.EFFECT_IN_PROGRESS,
+                                "side effect " + effectName + " is being executed by another execution right now");
+                    }
+                    if (update(row.id, Statements.TAKE_OVER_EFFECT, token, row.id, row.token, staleAfter.toMillis())
+                            == 1) {
+                        return execute(request, effectName, row.id, token, resultType, effect, businessId);
+                    }
+                }
+                default -> throw new IllegalStateException("effect " + row.id + " has unknown status " + row.status);
+            }
+        }
+        throw new IdempotencyConflictException(
+                IdempotencyConflictException.Reason.EFFECT_IN_PROGRESS,
+                "side effect " + effectName + " is contended by other executions; retry later");
+    }
+
+    private <T> EffectResult<T> execute(
+            RequestHandle request,
+            String effectName,
+            String effectId,
+            String token,
+            Class<T> resultType,
+            TransactionalEffect<T> effect,
+            Function<T, String> businessId) {
+        Exception failure;
+        try (Connection c = dataSource.getConnection()) {
+            boolean autoCommit = c.getAutoCommit();
+            c.setAutoCommit(false);
+            try {
+                if (!touch(c, Statements.ASSERT_REQUEST_OWNER, request.id(), request.token())) {
+                    c.rollback();
+                    markError(effectId, token, "request taken over before the effect ran");
+                    throw new IdempotencyConflictException(
+                            IdempotencyConflictException.Reason.TAKEN_OVER,
+                            "request " + request.clientKey() + " was taken over by another execution; " + effectName
+                                    + " was not run");
+                }
+                T result = effect.apply(c);
+                String id = result == null ? null : businessId.apply(result);
+                String json = mapper.writeValueAsString(result);
+                try (PreparedStatement mark = c.prepareStatement(sql(Statements.MARK_EFFECT_SUCCESS))) {
+                    mark.setString(1, json);
+                    mark.setString(2, Jdbc.truncate(id, 128));
+                    mark.setString(3, effectId);
+                    mark.setString(4, token);
+                    if (mark.executeUpdate() != 1) {
+                        c.rollback();
+                        throw new IdempotencyConflictException(
+                                IdempotencyConflictException.Reason.TAKEN_OVER,
+                                "side effect " + effectName + " was taken over by another execution; rolled back");
+                    }
+                }
+                c.commit();
+                return new EffectResult<>(result, id, false);
+            } catch (IdempotencyConflictException e) {
+                throw e;
+            } catch (Exception e) {
+                failure = e;
+                try {
+                    c.rollback();
+                } catch (SQLException rollback) {
+                    e.addSuppressed(rollback);
+                }
+            } finally {
+                restoreAutoCommit(c, autoCommit);
+            }
+        } catch (SQLException e) {
+            failure = e;
+        }
+        try {
+            markError(effectId, token, String.valueOf(failure));
+        } catch (RuntimeException e) {
+            failure.addSuppressed(e);
+        }
+        if (failure instanceof RuntimeException runtime) {
+            throw runtime;
+        }
+        if (failure instanceof SQLException sql) {
+            throw new LeaseStoreException("side effect " + effectName, request.id(), sql);
+        }
+        throw new SideEffectFailedException(effectName, failure);
+    }
+
+    private static void restoreAutoCommit(Connection c, boolean autoCommit) {
+        try {
+            if (!c.isClosed()) {
+                c.setAutoCommit(autoCommit);
+            }
+        } catch (SQLException e) {
+            // The connection is broken; the pool will discard it.
+        }
+    }
+
+    private boolean touch(Connection c, String template, String id, String token) throws SQLException {
+        try (PreparedStatement s = c.prepareStatement(sql(template))) {
+            s.setString(1, id);
+            s.setString(2, token);
+            return s.executeUpdate() == 1;
+        }
+    }
+
+    private void markError(String effectId, String token, String message) {
+        update(effectId, Statements.MARK_EFFECT_ERROR, Jdbc.truncate(message, 1000), effectId, token);
+    }
+
+    private <T> T readResult(String json, Class<T> type, String effectName) {
+        try {
+            return json == null ? null : mapper.readValue(json, type);
+        } catch (JsonProcessingException e) {
+            throw new IllegalStateException(
+                    "stored result of " + effectName + " cannot be read as " + type.getName() + ": "
+                            + e.getOriginalMessage(),
+                    e);
+        }
+    }
+
+    /** The effects of a request that succeeded, oldest first (S1.10 recovery). */
+    public List<CompletedEffect> completed(String requestId) {
+        return Jdbc.autoCommit(dataSource, "read completed effects", requestId, c -> {
+            List<CompletedEffect> effects = new ArrayList<>();
+            try (PreparedStatement s = c.prepareStatement(Statements.COMPLETED_EFFECTS)) {
+                s.setString(1, requestId);
+                try (ResultSet rs = s.executeQuery()) {
+                    while (rs.next()) {
+                        effects.add(new CompletedEffect(
+                                rs.getString(1), rs.getString(2), rs.getString(3), rs.getString(4)));
+                    }
+                }
+            }
+            return effects;
+        });
+    }
+
+    private int update(String effectId, String template, Object... args) {
+        return Jdbc.autoCommit(dataSource, "update side effect", effectId, c -> {
+            try (PreparedStatement s = c.prepareStatement(sql(template))) {
+                for (int i = 0; i < args.length; i++) {
+                    s.setObject(i + 1, args[i]);
+                }
+                return s.executeUpdate();
+            }
+        });
+    }
+
+    private boolean insert(String id, String requestId, String name, String hash, String token) {
+        try (Connection c = dataSource.getConnection()) {
+            try (PreparedStatement s = c.prepareStatement(sql(Statements.INSERT_EFFECT))) {
+                s.setString(1, id);
+                s.setString(2, requestId);
+                s.setString(3, name);
+                s.setString(4, hash);
+                s.setString(5, requestId + ":" + name + ":" + hash);
+                s.setString(6, token);
+                s.executeUpdate();
+                if (!c.getAutoCommit()) {
+                    c.commit();
+                }
+                return true;
+            } catch (SQLException e) {
+                if (!c.getAutoCommit()) {
+                    c.rollback();
+                }
+                if (Jdbc.isDuplicateKey(e)) {
+                    return false;
+                }
+                throw e;
+            }
+        } catch (SQLException e) {
+            throw new LeaseStoreException("create side effect " + name, requestId, e);
+        }
+    }
+
+    private record EffectRow(
+            String id, String status, String token, String resultJson, String businessId, long ageMs) {}
+
+    private Optional<EffectRow> read(String requestId, String name, String hash) {
+        return Jdbc.autoCommit(dataSource, "read side effect " + name, requestId, c -> {
+            try (PreparedStatement s = c.prepareStatement(sql(Statements.FIND_EFFECT))) {
+                s.setString(1, requestId);
+                s.setString(2, name);
+                s.setString(3, hash);
+                try (ResultSet rs = s.executeQuery()) {
+                    if (!rs.next()) {
+                        return Optional.empty();
+                    }
+                    return Optional.of(new EffectRow(
+                            rs.getString(1),
+                            rs.getString(2),
+                            rs.getString(3),
+                            rs.getString(4),
+                            rs.getString(5),
+                            rs.getLong(6)));
+                }
+            }
+        });
+    }
+
+    /** Builds {@link SideEffects}. Not thread-safe. */
+    public static final class Builder {
+        private final DataSource dataSource;
+        private Database database;
+        private Duration staleAfter = Duration.ofMinutes(5);
+        private ObjectMapper mapper = new ObjectMapper();
+
+        private Builder(DataSource dataSource) {
+            this.dataSource = Objects.requireNonNull(dataSource, "dataSource is missing (null)");
+        }
+
+        /** The database; detected from the data source when not given. */
+        public Builder database(Database database) {
+            this.database = Objects.requireNonNull(database, "database is missing (null)");
+            return this;
+        }
+
+        /** How long a PROCESSING effect may go untouched before another execution takes it over (default 5 minutes). */
+        public Builder staleAfter(Duration staleAfter) {
+            Objects.requireNonNull(staleAfter, "staleAfter is missing (null)");
+            if (staleAfter.compareTo(Duration.ofMillis(100)) < 0) {
+                throw new IllegalArgumentException("staleAfter must be at least PT0.1S, was " + staleAfter);
+            }
+            this.staleAfter = staleAfter;
+            return this;
+        }
+
+        /** The mapper that stores and reads results (default: a plain {@link ObjectMapper}). */
+        public Builder objectMapper(ObjectMapper mapper) {
+            this.mapper = Objects.requireNonNull(mapper, "mapper is missing (null)");
+            return this;
+        }
+
+        /** The side-effect records. */
+        public SideEffects build() {
+            return new SideEffects(this);
+        }
+    }
+}
