@@ -274,6 +274,10 @@ final class HeldLease {
         }
     }
 
+    HeldLeaseInfo info() {
+        return new HeldLeaseInfo(key, LockOwner.abbreviate(token), fence, holds, heldFor(), options.leaseFor());
+    }
+
     private Duration heldFor() {
         return Duration.ofNanos(Math.max(0, engine.ticker.nanos() - acquiredNanos));
     }

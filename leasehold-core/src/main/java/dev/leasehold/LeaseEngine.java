@@ -327,6 +327,19 @@ final class LeaseEngine implements LockService {
     // ---------------------------------------------------------------- operations
 
     @Override
+    public List<HeldLeaseInfo> heldLeases() {
+        List<HeldLeaseInfo> held = new ArrayList<>();
+        for (HolderSlot slot : holders.values()) {
+            HeldLease lease = slot.lease;
+            if (lease != null && lease.isHeld()) {
+                held.add(lease.info());
+            }
+        }
+        held.sort(java.util.Comparator.comparing(HeldLeaseInfo::heldFor).reversed());
+        return held;
+    }
+
+    @Override
     public Optional<LeaseInfo> inspect(LockKey key) {
         LockKey.requireKey(key);
         try {

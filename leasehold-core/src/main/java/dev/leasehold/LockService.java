@@ -84,6 +84,9 @@ public interface LockService extends AutoCloseable {
         }
     }
 
+    /** The leases currently held through this service (in this JVM), oldest first. */
+    List<HeldLeaseInfo> heldLeases();
+
     /** The unexpired lease on the key as the store reports it, if any. */
     Optional<LeaseInfo> inspect(LockKey key);
 

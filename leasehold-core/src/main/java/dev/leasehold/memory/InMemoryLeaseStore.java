@@ -122,6 +122,21 @@ public final class InMemoryLeaseStore implements LeaseStore {
     }
 
     @Override
+    public java.util.List<LeaseInfo> list(String namespace, int limit) {
+        String prefix = Objects.requireNonNull(namespace, "namespace is missing (null)") + ":";
+        java.util.List<LeaseInfo> found = new java.util.ArrayList<>();
+        for (String rendered : new java.util.TreeSet<>(leases.keySet())) {
+            if (found.size() >= limit) {
+                break;
+            }
+            if (rendered.startsWith(prefix)) {
+                inspect(LockKey.parse(rendered)).ifPresent(found::add);
+            }
+        }
+        return found;
+    }
+
+    @Override
     public boolean forceRelease(LockKey key) {
         Objects.requireNonNull(key, "key is missing (null)");
         Entry removed = leases.remove(key.render());

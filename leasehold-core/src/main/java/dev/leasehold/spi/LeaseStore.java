@@ -60,6 +60,16 @@ public interface LeaseStore extends AutoCloseable {
      */
     boolean forceRelease(LockKey key);
 
+    /**
+     * The unexpired leases whose keys start with {@code namespace + ":"}, at most {@code limit} of
+     * them, for operators (S2.15). Not atomic across keys: a snapshot.
+     *
+     * @throws UnsupportedOperationException if the store cannot list
+     */
+    default java.util.List<LeaseInfo> list(String namespace, int limit) {
+        throw new UnsupportedOperationException(name() + " cannot list leases");
+    }
+
     /** Whether {@link #subscribe} is supported: releases are pushed rather than polled for. */
     default boolean supportsReleaseNotifications() {
         return false;

@@ -61,6 +61,14 @@ final class H2Dialect {
              WHERE lock_key = ? AND expires_at_ms > %1$s
             """.formatted(NOW);
 
+    /* list: the unexpired leases whose keys match a LIKE pattern, in key order. */
+    private static final String LIST = """
+            SELECT lock_key, owner_token, fence, expires_at_ms, %1$s AS now_ms
+              FROM leasehold_lease
+             WHERE lock_key LIKE ? ESCAPE '!' AND expires_at_ms > %1$s
+             ORDER BY lock_key LIMIT ?
+            """.formatted(NOW);
+
     /* delete-expired: removes at most `limit` rows expired for longer than retention_ms. */
     private static final String DELETE_EXPIRED = """
             DELETE FROM leasehold_lease WHERE expires_at_ms < %1$s - CAST(? AS BIGINT)
@@ -78,7 +86,7 @@ final class H2Dialect {
             """;
 
     static final SqlDialect SQL = new SqlDialect(
-            Database.H2, ACQUIRE, RENEW, RELEASE, FORCE_RELEASE, INSPECT, DELETE_EXPIRED, ACCEPT_FENCE, true);
+            Database.H2, ACQUIRE, RENEW, RELEASE, FORCE_RELEASE, INSPECT, LIST, DELETE_EXPIRED, ACCEPT_FENCE, true);
 
     private H2Dialect() {}
 }

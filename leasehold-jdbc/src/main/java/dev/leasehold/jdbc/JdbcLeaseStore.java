@@ -15,6 +15,8 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
 import javax.sql.DataSource;
@@ -143,6 +145,34 @@ public final class JdbcLeaseStore implements LeaseStore {
                     return Optional.of(
                             new LeaseInfo(key, row.getString(1), grant.fence(), grant.remaining(), grant.expiresAt()));
                 }
+            }
+        });
+    }
+
+    @Override
+    public List<LeaseInfo> list(String namespace, int limit) {
+        Objects.requireNonNull(namespace, "namespace is missing (null)");
+        if (limit < 1 || limit > 10_000) {
+            throw new IllegalArgumentException("limit must be between 1 and 10000, was " + limit);
+        }
+        String pattern = namespace.replace("!", "!!").replace("%", "!%").replace("_", "!_") + ":%";
+        return execute("list", null, connection -> {
+            try (PreparedStatement statement = connection.prepareStatement(dialect.list())) {
+                statement.setString(1, pattern);
+                statement.setInt(2, limit);
+                List<LeaseInfo> leases = new ArrayList<>();
+                try (ResultSet row = statement.executeQuery()) {
+                    while (row.next()) {
+                        long expiresAt = row.getLong(4);
+                        leases.add(new LeaseInfo(
+                                LockKey.parse(row.getString(1)),
+                                row.getString(2),
+                                row.getLong(3),
+                                Duration.ofMillis(Math.max(0, expiresAt - row.getLong(5))),
+                                Instant.ofEpochMilli(expiresAt)));
+                    }
+                }
+                return leases;
             }
         });
     }

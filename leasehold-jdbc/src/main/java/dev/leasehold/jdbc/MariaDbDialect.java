@@ -72,6 +72,14 @@ final class MariaDbDialect {
              WHERE lock_key = ? AND expires_at_ms > %1$s
             """.formatted(NOW);
 
+    /* list: the unexpired leases whose keys match a LIKE pattern, in key order. */
+    private static final String LIST = """
+            SELECT lock_key, owner_token, fence, expires_at_ms, %1$s AS now_ms
+              FROM leasehold_lease
+             WHERE lock_key LIKE ? ESCAPE '!' AND expires_at_ms > %1$s
+             ORDER BY lock_key LIMIT ?
+            """.formatted(NOW);
+
     /* delete-expired: removes at most `limit` rows expired for longer than retention_ms. */
     private static final String DELETE_EXPIRED = """
             DELETE FROM leasehold_lease WHERE expires_at_ms < %1$s - ? AND expires_at_ms < %1$s - ? LIMIT ?
@@ -85,7 +93,16 @@ final class MariaDbDialect {
             """;
 
     static final SqlDialect SQL = new SqlDialect(
-            Database.MARIADB, ACQUIRE, RENEW, RELEASE, FORCE_RELEASE, INSPECT, DELETE_EXPIRED, ACCEPT_FENCE, false);
+            Database.MARIADB,
+            ACQUIRE,
+            RENEW,
+            RELEASE,
+            FORCE_RELEASE,
+            INSPECT,
+            LIST,
+            DELETE_EXPIRED,
+            ACCEPT_FENCE,
+            false);
 
     private MariaDbDialect() {}
 }

@@ -61,6 +61,14 @@ final class PostgresDialect {
              WHERE lock_key = ? AND expires_at_ms > c.now_ms
             """.formatted(NOW);
 
+    /* list: the unexpired leases whose keys match a LIKE pattern, in key order. */
+    private static final String LIST = """
+            SELECT lock_key, owner_token, fence, expires_at_ms, %1$s AS now_ms
+              FROM leasehold_lease
+             WHERE lock_key LIKE ? ESCAPE '!' AND expires_at_ms > %1$s
+             ORDER BY lock_key LIMIT ?
+            """.formatted(NOW);
+
     /*
      * delete-expired: removes at most `limit` rows expired for longer than retention_ms. The outer
      * condition is checked again on the row version the DELETE locks, so a row re-acquired meanwhile
@@ -82,7 +90,16 @@ final class PostgresDialect {
             """;
 
     static final SqlDialect SQL = new SqlDialect(
-            Database.POSTGRESQL, ACQUIRE, RENEW, RELEASE, FORCE_RELEASE, INSPECT, DELETE_EXPIRED, ACCEPT_FENCE, false);
+            Database.POSTGRESQL,
+            ACQUIRE,
+            RENEW,
+            RELEASE,
+            FORCE_RELEASE,
+            INSPECT,
+            LIST,
+            DELETE_EXPIRED,
+            ACCEPT_FENCE,
+            false);
 
     private PostgresDialect() {}
 }

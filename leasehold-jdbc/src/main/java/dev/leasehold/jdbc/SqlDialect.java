@@ -11,6 +11,8 @@ package dev.leasehold.jdbc;
  *   <li>{@code renew}: (lock_key, owner, lease_ms) returns the same columns, no row if not held;
  *   <li>{@code release}: (lock_key, owner), {@code forceRelease}: (lock_key): update counts;
  *   <li>{@code inspect}: (lock_key) returns the same columns, no row if free;
+ *   <li>{@code list}: (like_pattern, limit) returns (lock_key, owner_token, fence, expires_at_ms, now_ms)
+ *       of unexpired leases, {@code !} escaping the pattern;
  *   <li>{@code deleteExpired}: (retention_ms, retention_ms, limit): update count;
  *   <li>{@code acceptFence}: (resource, fence) returns the highest fence accepted so far.
  * </ul>
@@ -28,6 +30,7 @@ record SqlDialect(
         String release,
         String forceRelease,
         String inspect,
+        String list,
         String deleteExpired,
         String acceptFence,
         boolean retriesDuplicateKey) {}

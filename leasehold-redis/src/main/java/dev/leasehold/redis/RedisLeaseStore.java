@@ -9,9 +9,12 @@ import dev.leasehold.spi.LeaseStore;
 import dev.leasehold.spi.ReleaseSubscription;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.RedisException;
+import io.lettuce.core.ScanArgs;
+import io.lettuce.core.ScanIterator;
 import io.lettuce.core.ScriptOutputType;
 import io.lettuce.core.api.StatefulConnection;
 import io.lettuce.core.api.StatefulRedisConnection;
+import io.lettuce.core.api.sync.RedisKeyCommands;
 import io.lettuce.core.api.sync.RedisScriptingCommands;
 import io.lettuce.core.cluster.RedisClusterClient;
 import io.lettuce.core.cluster.api.StatefulRedisClusterConnection;
@@ -19,9 +22,11 @@ import io.lettuce.core.pubsub.RedisPubSubAdapter;
 import io.lettuce.core.pubsub.StatefulRedisPubSubConnection;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.TreeSet;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.locks.ReentrantLock;
@@ -71,6 +76,8 @@ public final class RedisLeaseStore implements LeaseStore {
 
     private final StatefulConnection<String, String> connection;
     private final RedisScriptingCommands<String, String> redis;
+    private final RedisKeyCommands<String, String> keyCommands;
+    private final String keyPrefix;
     private final Supplier<StatefulRedisPubSubConnection<String, String>> pubSubFactory;
     private final RedisKeys keys;
     private final String name;
@@ -82,6 +89,8 @@ public final class RedisLeaseStore implements LeaseStore {
     private RedisLeaseStore(Builder builder) {
         this.connection = builder.connection;
         this.redis = builder.commands;
+        this.keyCommands = builder.keyCommands;
+        this.keyPrefix = builder.keyPrefix;
         this.pubSubFactory = builder.pubSubFactory;
         this.keys = new RedisKeys(builder.keyPrefix);
         this.name = builder.name;
@@ -101,7 +110,7 @@ public final class RedisLeaseStore implements LeaseStore {
         return new Builder(
                 () -> {
                     StatefulRedisConnection<String, String> connection = client.connect();
-                    return new Builder.Connection(connection, connection.sync());
+                    return new Builder.Connection(connection, connection.sync(), connection.sync());
                 },
                 client::connectPubSub,
                 "redis");
@@ -113,7 +122,7 @@ public final class RedisLeaseStore implements LeaseStore {
         return new Builder(
                 () -> {
                     StatefulRedisClusterConnection<String, String> connection = client.connect();
-                    return new Builder.Connection(connection, connection.sync());
+                    return new Builder.Connection(connection, connection.sync(), connection.sync());
                 },
                 client::connectPubSub,
                 "redis-cluster");
@@ -168,6 +177,44 @@ public final class RedisLeaseStore implements LeaseStore {
         Instant now = instant(reply.get(3), reply.get(4));
         return Optional.of(
                 new LeaseInfo(key, (String) reply.get(0), asLong(reply.get(1)), remaining, now.plus(remaining)));
+    }
+
+    /** Scans for lease keys (SCAN, every node of a cluster), then inspects each one. */
+    @Override
+    public List<LeaseInfo> list(String namespace, int limit) {
+        Objects.requireNonNull(namespace, "namespace is missing (null)");
+        if (limit < 1 || limit > 10_000) {
+            throw new IllegalArgumentException("limit must be between 1 and 10000, was " + limit);
+        }
+        String pattern = glob(keyPrefix) + "\\{" + glob(namespace) + ":*\\}";
+        TreeSet<String> rendered = new TreeSet<>();
+        try {
+            ScanIterator<String> scan = ScanIterator.scan(
+                    keyCommands, ScanArgs.Builder.matches(pattern).limit(500));
+            while (scan.hasNext() && rendered.size() < limit) {
+                String leaseKey = scan.next();
+                rendered.add(leaseKey.substring(leaseKey.indexOf('{') + 1, leaseKey.lastIndexOf('}')));
+            }
+        } catch (RedisException e) {
+            throw new LeaseStoreException("list", namespace + ":*", e);
+        }
+        List<LeaseInfo> leases = new ArrayList<>();
+        for (String key : rendered) {
+            inspect(LockKey.parse(key)).ifPresent(leases::add);
+        }
+        return leases;
+    }
+
+    /** Escapes the glob characters of SCAN MATCH. */
+    private static String glob(String text) {
+        StringBuilder escaped = new StringBuilder();
+        for (char c : text.toCharArray()) {
+            if (c == '*' || c == '?' || c == '[' || c == ']' || c == '\\') {
+                escaped.append('\\');
+            }
+            escaped.append(c);
+        }
+        return escaped.toString();
     }
 
     @Override
@@ -336,7 +383,9 @@ public final class RedisLeaseStore implements LeaseStore {
     /** Builds a {@link RedisLeaseStore}; opens its command connection in {@link #build()}. */
     public static final class Builder {
         record Connection(
-                StatefulConnection<String, String> connection, RedisScriptingCommands<String, String> commands) {}
+                StatefulConnection<String, String> connection,
+                RedisScriptingCommands<String, String> commands,
+                RedisKeyCommands<String, String> keys) {}
 
         private final Supplier<Connection> connector;
         private final Supplier<StatefulRedisPubSubConnection<String, String>> pubSubFactory;
@@ -344,6 +393,7 @@ public final class RedisLeaseStore implements LeaseStore {
         private String keyPrefix = "leasehold:";
         private StatefulConnection<String, String> connection;
         private RedisScriptingCommands<String, String> commands;
+        private RedisKeyCommands<String, String> keyCommands;
 
         private Builder(
                 Supplier<Connection> connector,
@@ -379,6 +429,7 @@ public final class RedisLeaseStore implements LeaseStore {
                 Connection opened = connector.get();
                 this.connection = opened.connection();
                 this.commands = opened.commands();
+                this.keyCommands = opened.keys();
             } catch (RedisException e) {
                 throw new LeaseStoreException("connect", "(any)", e);
             }

@@ -314,6 +314,13 @@ public abstract class LeaseStoreConformance {
         assertThat(inner.ownerToken()).isEqualTo(outer.ownerToken());
         assertThat(outer.holdCount()).isEqualTo(2);
 
+        assertThat(service.heldLeases()).singleElement().satisfies(info -> {
+            assertThat(info.key()).isEqualTo(key);
+            assertThat(info.holdCount()).isEqualTo(2);
+            assertThat(info.fence()).isEqualTo(outer.fence());
+            assertThat(info.owner()).doesNotContain(outer.ownerToken());
+        });
+
         inner.close();
         assertThat(outer.holdCount()).isEqualTo(1);
         assertThat(rawLease(key))
@@ -323,6 +330,7 @@ public abstract class LeaseStoreConformance {
 
         outer.close();
         assertThat(rawLease(key)).as("released at hold count zero").isEmpty();
+        assertThat(service.heldLeases()).isEmpty();
         assertThatThrownBy(outer::close)
                 .isInstanceOf(IllegalStateException.class)
                 .hasMessageContaining(key.render());
@@ -535,6 +543,28 @@ public abstract class LeaseStoreConformance {
         assertThat(info.fence()).isEqualTo(fence);
         assertThat(info.remaining()).isPositive().isLessThanOrEqualTo(Duration.ofSeconds(30));
         assertThat(info.toString()).doesNotContain(owner);
+    }
+
+    @Test
+    void listShowsTheUnexpiredLeasesOfANamespace() {
+        String a = owner();
+        String b = owner();
+        fenceOf(store.tryAcquire(key("L1"), a, Duration.ofSeconds(30)));
+        fenceOf(store.tryAcquire(key("L2"), b, Duration.ofSeconds(30)));
+        fenceOf(store.tryAcquire(key("L3"), a, Duration.ofSeconds(30)));
+        assertThat(store.release(key("L3"), a)).isTrue();
+        fenceOf(store.tryAcquire(LockKey.of(namespace + "x", "other"), a, Duration.ofSeconds(30)));
+
+        List<LeaseInfo> listed;
+        try {
+            listed = store.list(namespace, 100);
+        } catch (UnsupportedOperationException e) {
+            Assumptions.abort(store.name() + " cannot list leases");
+            return;
+        }
+        assertThat(listed).extracting(LeaseInfo::key).containsExactly(key("L1"), key("L2"));
+        assertThat(listed).extracting(LeaseInfo::ownerToken).containsExactly(a, b);
+        assertThat(store.list(namespace, 1)).hasSize(1);
     }
 
     // ------------------------------------------------------------------ waiting
