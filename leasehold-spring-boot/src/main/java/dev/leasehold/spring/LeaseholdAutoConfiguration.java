@@ -1,0 +1,278 @@
+package dev.leasehold.spring;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.json.JsonMapper;
+import dev.leasehold.LeaseListener;
+import dev.leasehold.LockService;
+import dev.leasehold.idempotency.IdempotentExecutor;
+import dev.leasehold.idempotency.RequestRecords;
+import dev.leasehold.idempotency.SideEffects;
+import dev.leasehold.jdbc.Database;
+import dev.leasehold.spi.LeaseStore;
+import io.micrometer.core.instrument.MeterRegistry;
+import java.sql.SQLException;
+import javax.sql.DataSource;
+import org.springframework.aop.Advisor;
+import org.springframework.aop.support.DefaultPointcutAdvisor;
+import org.springframework.aop.support.annotation.AnnotationMatchingPointcut;
+import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.beans.factory.config.BeanDefinition;
+import org.springframework.boot.actuate.endpoint.annotation.Endpoint;
+import org.springframework.boot.autoconfigure.AutoConfiguration;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnBean;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnClass;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnWebApplication;
+import org.springframework.boot.context.properties.EnableConfigurationProperties;
+import org.springframework.context.ApplicationContext;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
+import org.springframework.context.annotation.Role;
+import org.springframework.core.Ordered;
+
+/**
+ * Leasehold for Spring Boot: a {@link LeaseStore} for {@code leasehold.backend}, a {@link
+ * LockService}, the {@link Locked} and {@link Idempotent} interceptors (ordered outside the
+ * transaction interceptor), metrics, audit log, problem responses, actuator endpoints, the degrade
+ * switch, the stale-lease scan and delayed retries. Every bean backs off when the application
+ * defines its own.
+ */
+@AutoConfiguration(
+        afterName = {
+            "org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration",
+            "org.springframework.boot.data.redis.autoconfigure.DataRedisAutoConfiguration",
+            "org.springframework.boot.flyway.autoconfigure.FlywayAutoConfiguration",
+            "org.springframework.boot.jackson2.autoconfigure.Jackson2AutoConfiguration",
+            "org.springframework.boot.micrometer.metrics.autoconfigure.CompositeMeterRegistryAutoConfiguration"
+        })
+@EnableConfigurationProperties(LeaseholdProperties.class)
+public class LeaseholdAutoConfiguration {
+
+    /** Order of the {@link Idempotent} interceptor: outermost, before the lock (S1.12: request, then session). */
+    public static final int IDEMPOTENT_ORDER = Ordered.HIGHEST_PRECEDENCE + 100;
+    /** Order of the {@link Locked} interceptor: before the transaction interceptor (S2.5). */
+    public static final int LOCKED_ORDER = Ordered.HIGHEST_PRECEDENCE + 200;
+
+    @Bean
+    @ConditionalOnMissingBean
+    LockModeSwitch leaseholdLockMode(LeaseholdProperties properties) {
+        return new LockModeSwitch(properties.getLock().getMode());
+    }
+
+    @Bean(destroyMethod = "close")
+    @ConditionalOnMissingBean
+    LeaseStore leaseholdLeaseStore(
+            LeaseholdProperties properties,
+            ObjectProvider<DataSource> dataSource,
+            ObjectProvider<LeaseholdSchema> schema,
+            ApplicationContext context) {
+        schema.getIfAvailable();
+        return LeaseStores.create(properties, dataSource.getIfAvailable(), context);
+    }
+
+    @Bean(destroyMethod = "close")
+    @ConditionalOnMissingBean
+    LockService leaseholdLockService(
+            LeaseStore store, LeaseholdProperties properties, ObjectProvider<LeaseListener> listeners) {
+        LockService.Builder builder =
+                LockService.builder(store).fair(properties.getLock().isFair());
+        listeners.orderedStream().forEach(builder::listener);
+        return builder.build();
+    }
+
+    @Bean
+    @ConditionalOnMissingBean
+    @ConditionalOnProperty(prefix = "leasehold.audit", name = "enabled", matchIfMissing = true)
+    AuditLog leaseholdAuditLog() {
+        return new AuditLog();
+    }
+
+    @Bean
+    @ConditionalOnProperty(prefix = "leasehold.stale-scan", name = "enabled", matchIfMissing = true)
+    StaleLeaseScan leaseholdStaleLeaseScan(
+            ObjectProvider<LockService> locks,
+            LeaseholdProperties properties,
+            ObjectProvider<LeaseholdMetrics> metrics) {
+        return new StaleLeaseScan(locks.getObject(), properties.getStaleScan(), count -> {
+            LeaseholdMetrics m = metrics.getIfAvailable();
+            if (m != null) {
+                m.stale(count);
+            }
+        });
+    }
+
+    @Bean
+    @Role(BeanDefinition.ROLE_INFRASTRUCTURE)
+    static Advisor leaseholdLockedAdvisor(
+            ObjectProvider<LockService> locks,
+            ObjectProvider<LeaseholdProperties> properties,
+            ObjectProvider<LockModeSwitch> mode,
+            ObjectProvider<LeaseholdMetrics> metrics,
+            ObjectProvider<DelayedRetries> retries) {
+        LazyInterceptor<LockedInterceptor> interceptor = new LazyInterceptor<>(() -> new LockedInterceptor(
+                locks::getObject,
+                properties.getObject(),
+                mode::getObject,
+                namespace -> {
+                    LeaseholdMetrics m = metrics.getIfAvailable();
+                    if (m != null) {
+                        m.bypassed(namespace);
+                    }
+                },
+                retries::getIfAvailable));
+        DefaultPointcutAdvisor advisor =
+                new DefaultPointcutAdvisor(AnnotationMatchingPointcut.forMethodAnnotation(Locked.class), interceptor);
+        advisor.setOrder(LOCKED_ORDER);
+        return advisor;
+    }
+
+    /** SQL schema at startup, when there is a DataSource and the SQL module. */
+    @Configuration(proxyBeanMethods = false)
+    @ConditionalOnClass(name = "dev.leasehold.jdbc.JdbcLeaseStore")
+    @ConditionalOnBean(DataSource.class)
+    static class SchemaConfiguration {
+
+        @Bean
+        @ConditionalOnMissingBean
+        LeaseholdSchema leaseholdSchema(DataSource dataSource, LeaseholdProperties properties) throws SQLException {
+            return new LeaseholdSchema(dataSource, properties.getJdbc().getInitializeSchema());
+        }
+
+        @Bean
+        @ConditionalOnMissingBean
+        @ConditionalOnClass(ObjectMapper.class)
+        DelayedRetries leaseholdDelayedRetries(
+                DataSource dataSource,
+                LeaseholdSchema schema,
+                ApplicationContext context,
+                ObjectProvider<ObjectMapper> mapper,
+                LeaseholdProperties properties,
+                ObjectProvider<LeaseholdMetrics> metrics) {
+            return new DelayedRetries(
+                    dataSource,
+                    Database.detect(dataSource),
+                    context,
+                    mapper.getIfAvailable(DefaultMapper::mapper),
+                    properties.getRetry(),
+                    outcome -> {
+                        LeaseholdMetrics m = metrics.getIfAvailable();
+                        if (m != null) {
+                            m.retry(outcome);
+                        }
+                    });
+        }
+    }
+
+    /** Micrometer meters, when there is a registry. */
+    @Configuration(proxyBeanMethods = false)
+    @ConditionalOnClass(MeterRegistry.class)
+    @ConditionalOnBean(MeterRegistry.class)
+    static class MetricsConfiguration {
+
+        @Bean
+        @ConditionalOnMissingBean
+        LeaseholdMetrics leaseholdMetrics(MeterRegistry registry) {
+            return new LeaseholdMetrics(registry);
+        }
+    }
+
+    /** Request and side-effect records, when there is a DataSource, the idempotency module and Jackson 2. */
+    @Configuration(proxyBeanMethods = false)
+    @ConditionalOnClass(
+            name = {"dev.leasehold.idempotency.IdempotentExecutor", "com.fasterxml.jackson.databind.ObjectMapper"})
+    @ConditionalOnBean(DataSource.class)
+    static class IdempotencyConfiguration {
+
+        @Bean
+        @ConditionalOnMissingBean
+        RequestRecords leaseholdRequestRecords(
+                DataSource dataSource, LeaseholdProperties properties, ObjectProvider<LeaseholdSchema> schema) {
+            schema.getIfAvailable();
+            return RequestRecords.builder(dataSource)
+                    .staleAfter(properties.getIdempotency().getStaleAfter())
+                    .retention(properties.getIdempotency().getRetention())
+                    .build();
+        }
+
+        @Bean
+        @ConditionalOnMissingBean
+        SideEffects leaseholdSideEffects(
+                DataSource dataSource, LeaseholdProperties properties, ObjectProvider<ObjectMapper> mapper) {
+            return SideEffects.builder(dataSource)
+                    .staleAfter(properties.getIdempotency().getStaleAfter())
+                    .objectMapper(mapper.getIfAvailable(DefaultMapper::mapper))
+                    .build();
+        }
+
+        @Bean(destroyMethod = "close")
+        @ConditionalOnMissingBean
+        IdempotentExecutor leaseholdIdempotentExecutor(RequestRecords records, LockService locks) {
+            return new IdempotentExecutor(records, locks);
+        }
+
+        @Bean
+        @Role(BeanDefinition.ROLE_INFRASTRUCTURE)
+        static Advisor leaseholdIdempotentAdvisor(
+                ObjectProvider<IdempotentExecutor> executor,
+                ObjectProvider<ObjectMapper> mapper,
+                ObjectProvider<LeaseholdProperties> properties,
+                ObjectProvider<LeaseholdMetrics> metrics) {
+            LazyInterceptor<IdempotentInterceptor> interceptor = new LazyInterceptor<>(() -> new IdempotentInterceptor(
+                    executor::getObject,
+                    mapper.getIfAvailable(DefaultMapper::mapper),
+                    properties.getObject(),
+                    outcome -> {
+                        LeaseholdMetrics m = metrics.getIfAvailable();
+                        if (m != null) {
+                            m.idempotency(outcome);
+                        }
+                    }));
+            DefaultPointcutAdvisor advisor = new DefaultPointcutAdvisor(
+                    AnnotationMatchingPointcut.forMethodAnnotation(Idempotent.class), interceptor);
+            advisor.setOrder(IDEMPOTENT_ORDER);
+            return advisor;
+        }
+    }
+
+    /** Problem responses for Spring MVC applications. */
+    @Configuration(proxyBeanMethods = false)
+    @ConditionalOnWebApplication(type = ConditionalOnWebApplication.Type.SERVLET)
+    @ConditionalOnClass(name = "org.springframework.web.servlet.DispatcherServlet")
+    static class WebConfiguration {
+
+        @Bean
+        @ConditionalOnMissingBean
+        LeaseholdProblemHandler leaseholdProblemHandler() {
+            return new LeaseholdProblemHandler();
+        }
+    }
+
+    /** Actuator endpoints. */
+    @Configuration(proxyBeanMethods = false)
+    @ConditionalOnClass(Endpoint.class)
+    static class EndpointConfiguration {
+
+        @Bean
+        @ConditionalOnMissingBean
+        LeaseholdEndpoint leaseholdEndpoint(
+                LockService locks, LeaseStore store, LockModeSwitch mode, LeaseholdProperties properties) {
+            return new LeaseholdEndpoint(locks, store, mode, properties);
+        }
+
+        @Bean
+        @ConditionalOnMissingBean
+        LeaseholdModeEndpoint leaseholdModeEndpoint(LockModeSwitch mode, LeaseholdProperties properties) {
+            return new LeaseholdModeEndpoint(mode, properties);
+        }
+    }
+
+    /** The fallback Jackson 2 mapper when the application has none. */
+    static final class DefaultMapper {
+        private DefaultMapper() {}
+
+        static ObjectMapper mapper() {
+            return JsonMapper.builder().findAndAddModules().build();
+        }
+    }
+}

@@ -1,0 +1,313 @@
+package dev.leasehold.spring;
+
+import java.time.Duration;
+import org.springframework.boot.context.properties.ConfigurationProperties;
+
+/** Leasehold's settings, under {@code leasehold.*}. */
+@ConfigurationProperties("leasehold")
+public class LeaseholdProperties {
+
+    /** Where leases live: auto (the DataSource if there is one, else Redis if configured, else memory), redis, jdbc or memory. */
+    private Backend backend = Backend.AUTO;
+
+    private final Lock lock = new Lock();
+    private final Redis redis = new Redis();
+    private final Jdbc jdbc = new Jdbc();
+    private final Idempotency idempotency = new Idempotency();
+    private final Admin admin = new Admin();
+    private final StaleScan staleScan = new StaleScan();
+    private final Retry retry = new Retry();
+    private final Audit audit = new Audit();
+
+    /** The lease stores to choose from. */
+    public enum Backend {
+        /** The DataSource if there is one, else Redis if a client or URL is configured, else memory. */
+        AUTO,
+        /** Redis through Lettuce. */
+        REDIS,
+        /** The application's SQL database. */
+        JDBC,
+        /** One JVM only: tests and single-instance tools. */
+        MEMORY
+    }
+
+    /** Whether {@code @Locked} takes locks. */
+    public enum Mode {
+        /** Take locks (the default). */
+        ENFORCE,
+        /** Skip locks and rely on the database safety net alone (S2.14): logged and counted. */
+        BYPASS
+    }
+
+    /** When to create Leasehold's tables at startup. */
+    public enum SchemaInitialization {
+        /** Only on an embedded database (H2). */
+        EMBEDDED,
+        /** Always (the scripts only create what is missing). */
+        ALWAYS,
+        /** Never: Flyway or the DBA does it (scripts under {@code db/leasehold/<vendor>}). */
+        NEVER
+    }
+
+    public Backend getBackend() {
+        return backend;
+    }
+
+    public void setBackend(Backend backend) {
+        this.backend = backend;
+    }
+
+    public Lock getLock() {
+        return lock;
+    }
+
+    public Redis getRedis() {
+        return redis;
+    }
+
+    public Jdbc getJdbc() {
+        return jdbc;
+    }
+
+    public Idempotency getIdempotency() {
+        return idempotency;
+    }
+
+    public Admin getAdmin() {
+        return admin;
+    }
+
+    public StaleScan getStaleScan() {
+        return staleScan;
+    }
+
+    public Retry getRetry() {
+        return retry;
+    }
+
+    public Audit getAudit() {
+        return audit;
+    }
+
+    /** Lock defaults. */
+    public static class Lock {
+        /** Default lease time of {@code @Locked} methods (renewed while the method runs). */
+        private Duration leaseTime = Duration.ofSeconds(30);
+        /** Default time {@code @Locked} methods wait for a busy key; 0 answers busy at once. */
+        private Duration waitTime = Duration.ZERO;
+        /** enforce, or bypass to rely on the database safety net alone; changeable at runtime. */
+        private Mode mode = Mode.ENFORCE;
+        /** Whether waiters in one JVM are served in arrival order. */
+        private boolean fair = true;
+
+        public Duration getLeaseTime() {
+            return leaseTime;
+        }
+
+        public void setLeaseTime(Duration leaseTime) {
+            this.leaseTime = leaseTime;
+        }
+
+        public Duration getWaitTime() {
+            return waitTime;
+        }
+
+        public void setWaitTime(Duration waitTime) {
+            this.waitTime = waitTime;
+        }
+
+        public Mode getMode() {
+            return mode;
+        }
+
+        public void setMode(Mode mode) {
+            this.mode = mode;
+        }
+
+        public boolean isFair() {
+            return fair;
+        }
+
+        public void setFair(boolean fair) {
+            this.fair = fair;
+        }
+    }
+
+    /** Redis settings, used when no Lettuce client bean or connection factory is available. */
+    public static class Redis {
+        /** Redis URI (redis://host:port) for a client Leasehold creates itself. */
+        private String url;
+        /** Prefix of every Redis key and channel Leasehold writes. */
+        private String keyPrefix = "leasehold:";
+
+        public String getUrl() {
+            return url;
+        }
+
+        public void setUrl(String url) {
+            this.url = url;
+        }
+
+        public String getKeyPrefix() {
+            return keyPrefix;
+        }
+
+        public void setKeyPrefix(String keyPrefix) {
+            this.keyPrefix = keyPrefix;
+        }
+    }
+
+    /** SQL settings. */
+    public static class Jdbc {
+        /** When to create Leasehold's tables at startup. */
+        private SchemaInitialization initializeSchema = SchemaInitialization.EMBEDDED;
+
+        public SchemaInitialization getInitializeSchema() {
+            return initializeSchema;
+        }
+
+        public void setInitializeSchema(SchemaInitialization initializeSchema) {
+            this.initializeSchema = initializeSchema;
+        }
+    }
+
+    /** Idempotency settings. */
+    public static class Idempotency {
+        /** How long an in-progress request may go without a heartbeat before a resubmit takes it over. */
+        private Duration staleAfter = Duration.ofMinutes(5);
+        /** How long completed requests are kept for replay. */
+        private Duration retention = Duration.ofHours(24);
+        /** The HTTP header that carries the idempotency key. */
+        private String header = "Idempotency-Key";
+
+        public Duration getStaleAfter() {
+            return staleAfter;
+        }
+
+        public void setStaleAfter(Duration staleAfter) {
+            this.staleAfter = staleAfter;
+        }
+
+        public Duration getRetention() {
+            return retention;
+        }
+
+        public void setRetention(Duration retention) {
+            this.retention = retention;
+        }
+
+        public String getHeader() {
+            return header;
+        }
+
+        public void setHeader(String header) {
+            this.header = header;
+        }
+    }
+
+    /** Operations endpoint settings. */
+    public static class Admin {
+        /** The role a caller needs for write operations (force-release, mode switch). */
+        private String role = "LEASEHOLD_ADMIN";
+
+        public String getRole() {
+            return role;
+        }
+
+        public void setRole(String role) {
+            this.role = role;
+        }
+    }
+
+    /** The scan for leases held far beyond their lease time. */
+    public static class StaleScan {
+        /** Whether to scan. */
+        private boolean enabled = true;
+        /** How often to scan. */
+        private Duration interval = Duration.ofMinutes(1);
+        /** A lease held longer than this many lease times is reported. */
+        private int leaseMultiple = 10;
+
+        public boolean isEnabled() {
+            return enabled;
+        }
+
+        public void setEnabled(boolean enabled) {
+            this.enabled = enabled;
+        }
+
+        public Duration getInterval() {
+            return interval;
+        }
+
+        public void setInterval(Duration interval) {
+            this.interval = interval;
+        }
+
+        public int getLeaseMultiple() {
+            return leaseMultiple;
+        }
+
+        public void setLeaseMultiple(int leaseMultiple) {
+            this.leaseMultiple = leaseMultiple;
+        }
+    }
+
+    /** Delayed retries of background {@code @Locked(onBusy = RETRY_LATER)} calls. */
+    public static class Retry {
+        /** How often due retries are looked for. */
+        private Duration pollInterval = Duration.ofSeconds(1);
+        /** The delay before the first retry; doubled for every further one. */
+        private Duration initialDelay = Duration.ofSeconds(2);
+        /** The longest delay between retries. */
+        private Duration maxDelay = Duration.ofMinutes(5);
+        /** After this many busy attempts the retry is parked as FAILED for an operator. */
+        private int maxAttempts = 20;
+
+        public Duration getPollInterval() {
+            return pollInterval;
+        }
+
+        public void setPollInterval(Duration pollInterval) {
+            this.pollInterval = pollInterval;
+        }
+
+        public Duration getInitialDelay() {
+            return initialDelay;
+        }
+
+        public void setInitialDelay(Duration initialDelay) {
+            this.initialDelay = initialDelay;
+        }
+
+        public Duration getMaxDelay() {
+            return maxDelay;
+        }
+
+        public void setMaxDelay(Duration maxDelay) {
+            this.maxDelay = maxDelay;
+        }
+
+        public int getMaxAttempts() {
+            return maxAttempts;
+        }
+
+        public void setMaxAttempts(int maxAttempts) {
+            this.maxAttempts = maxAttempts;
+        }
+    }
+
+    /** The audit log. */
+    public static class Audit {
+        /** Whether to write one line per acquire, busy, release, loss and force-release to logger {@code leasehold.audit}. */
+        private boolean enabled = true;
+
+        public boolean isEnabled() {
+            return enabled;
+        }
+
+        public void setEnabled(boolean enabled) {
+            this.enabled = enabled;
+        }
+    }
+}

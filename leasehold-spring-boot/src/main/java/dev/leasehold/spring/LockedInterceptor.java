@@ -1,0 +1,186 @@
+package dev.leasehold.spring;
+
+import dev.leasehold.Lease;
+import dev.leasehold.LeaseGroup;
+import dev.leasehold.LeaseOptions;
+import dev.leasehold.LockBusyException;
+import dev.leasehold.LockKey;
+import dev.leasehold.LockService;
+import java.lang.reflect.Method;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.function.Consumer;
+import java.util.function.Supplier;
+import org.aopalliance.intercept.MethodInterceptor;
+import org.aopalliance.intercept.MethodInvocation;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.aop.support.AopUtils;
+import org.springframework.boot.convert.DurationStyle;
+import org.springframework.core.annotation.AnnotatedElementUtils;
+import org.springframework.expression.EvaluationContext;
+import org.springframework.util.ClassUtils;
+
+/**
+ * Runs {@link Locked} methods under their leases. Ordered before the transaction interceptor, so
+ * the lease is taken before the transaction begins and released after it commits (S2.5); if the
+ * method is called inside a caller's transaction, the release waits for that transaction to
+ * complete. Thread-safe.
+ */
+final class LockedInterceptor implements MethodInterceptor {
+
+    private static final Logger log = LoggerFactory.getLogger(LockedInterceptor.class);
+    private static final boolean TRANSACTIONS =
+            ClassUtils.isPresent("org.springframework.transaction.support.TransactionSynchronizationManager", null);
+
+    private final Supplier<LockService> locks;
+    private final LeaseholdProperties properties;
+    private final Supplier<LockModeSwitch> mode;
+    private final KeyExpressions expressions = new KeyExpressions();
+    private final Consumer<String> bypassCounter;
+    private final Supplier<DelayedRetries> retries;
+
+    /** Services are looked up on first use, so the advisor does not create them early. */
+    LockedInterceptor(
+            Supplier<LockService> locks,
+            LeaseholdProperties properties,
+            Supplier<LockModeSwitch> mode,
+            Consumer<String> bypassCounter,
+            Supplier<DelayedRetries> retries) {
+        this.locks = locks;
+        this.properties = properties;
+        this.mode = mode;
+        this.bypassCounter = bypassCounter;
+        this.retries = retries;
+    }
+
+    @Override
+    public Object invoke(MethodInvocation invocation) throws Throwable {
+        Method method = invocation.getMethod();
+        Class<?> targetClass = invocation.getThis() == null
+                ? method.getDeclaringClass()
+                : AopUtils.getTargetClass(invocation.getThis());
+        Method specific = AopUtils.getMostSpecificMethod(method, targetClass);
+        Locked locked = AnnotatedElementUtils.findMergedAnnotation(specific, Locked.class);
+        if (locked == null) {
+            return invocation.proceed();
+        }
+        List<LockKey> keys = keys(locked, specific, invocation.getArguments());
+        if (mode.get().bypassed()) {
+            bypassCounter.accept(locked.namespace());
+            log.warn("lock BYPASSED (lock-mode=BYPASS) for {} keys={}", specific.getName(), keys);
+            return invocation.proceed();
+        }
+        LeaseOptions options = LeaseOptions.builder()
+                .leaseFor(duration(locked.leaseFor(), properties.getLock().getLeaseTime()))
+                .waitFor(duration(locked.waitFor(), properties.getLock().getWaitTime()))
+                .build();
+        AutoCloseable held;
+        try {
+            LockService service = locks.get();
+            held = keys.size() == 1 ? service.acquire(keys.get(0), options) : service.acquireAll(keys, options);
+        } catch (LockBusyException busy) {
+            DelayedRetries delayed = locked.onBusy() == Locked.OnBusy.RETRY_LATER ? retries.get() : null;
+            if (locked.onBusy() == Locked.OnBusy.RETRY_LATER && delayed == null) {
+                throw new IllegalStateException(
+                        "@Locked(onBusy = RETRY_LATER) needs a DataSource for its durable"
+                                + " retry table; none is configured",
+                        busy);
+            }
+            if (delayed != null && !delayed.replaying()) {
+                delayed.schedule(invocation, specific, targetClass, busy);
+                return null;
+            }
+            throw message(locked, busy);
+        }
+        try {
+            return invocation.proceed();
+        } finally {
+            releaseAfterTransaction(held);
+        }
+    }
+
+    private List<LockKey> keys(Locked locked, Method method, Object[] arguments) {
+        if (locked.onBusy() == Locked.OnBusy.RETRY_LATER && method.getReturnType() != void.class) {
+            throw new IllegalStateException("@Locked(onBusy = RETRY_LATER) needs a void method, "
+                    + method.getDeclaringClass().getSimpleName() + "." + method.getName() + " returns "
+                    + method.getReturnType().getSimpleName());
+        }
+        try {
+            EvaluationContext context = expressions.context(method, arguments);
+            String tenant =
+                    locked.tenant().isEmpty() ? null : KeyExpressions.text(expressions.value(locked.tenant(), context));
+            if (!locked.tenant().isEmpty() && (tenant == null || tenant.isBlank())) {
+                throw new InvalidLockKeyException("the tenant of lock " + locked.namespace() + " is missing", null);
+            }
+            List<List<Object>> parts = new ArrayList<>();
+            int batchPart = -1;
+            for (int i = 0; i < locked.key().length; i++) {
+                List<Object> values = expressions.values(locked.key()[i], context);
+                if (values.size() != 1 || isMany(expressions.value(locked.key()[i], context))) {
+                    if (batchPart >= 0) {
+                        throw new IllegalStateException("@Locked allows one collection-valued key part, found two");
+                    }
+                    batchPart = i;
+                }
+                parts.add(values);
+            }
+            int count = batchPart < 0 ? 1 : parts.get(batchPart).size();
+            if (count == 0) {
+                throw new InvalidLockKeyException("the key list of lock " + locked.namespace() + " is empty", null);
+            }
+            List<LockKey> keys = new ArrayList<>(count);
+            for (int k = 0; k < count; k++) {
+                String[] ids = new String[parts.size()];
+                for (int i = 0; i < ids.length; i++) {
+                    ids[i] = KeyExpressions.text(parts.get(i).get(i == batchPart ? k : 0));
+                }
+                keys.add(
+                        tenant == null
+                                ? LockKey.of(locked.namespace(), ids)
+                                : LockKey.ofTenant(locked.namespace(), tenant, ids));
+            }
+            return keys;
+        } catch (InvalidLockKeyException e) {
+            throw e;
+        } catch (IllegalArgumentException e) {
+            throw new InvalidLockKeyException(e.getMessage(), e);
+        }
+    }
+
+    private static boolean isMany(Object value) {
+        return value instanceof java.util.Collection<?> || value instanceof Object[];
+    }
+
+    private static Duration duration(String text, Duration fallback) {
+        return text.isEmpty() ? fallback : DurationStyle.detectAndParse(text);
+    }
+
+    private static LockBusyException message(Locked locked, LockBusyException busy) {
+        if (locked.busyMessage().isEmpty()) {
+            return busy;
+        }
+        List<String> ids = busy.key().ids();
+        String text =
+                locked.busyMessage().replace("{key}", busy.key().render()).replace("{id}", ids.get(ids.size() - 1));
+        return new LockBusyException(busy.key(), busy.waited(), text);
+    }
+
+    private static void releaseAfterTransaction(AutoCloseable held) throws Exception {
+        if (TRANSACTIONS && TransactionRelease.deferIfInTransaction(held)) {
+            return;
+        }
+        close(held);
+    }
+
+    static void close(AutoCloseable held) throws Exception {
+        if (held instanceof Lease lease) {
+            lease.close();
+        } else if (held instanceof LeaseGroup group) {
+            group.close();
+        } else {
+            held.close();
+        }
+    }
+}
