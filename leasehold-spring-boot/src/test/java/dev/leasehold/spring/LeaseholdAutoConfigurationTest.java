@@ -1,0 +1,141 @@
+package dev.leasehold.spring;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.leasehold.LeaseOptions;
+import dev.leasehold.LockKey;
+import dev.leasehold.LockService;
+import dev.leasehold.idempotency.IdempotentExecutor;
+import dev.leasehold.idempotency.RequestRecords;
+import dev.leasehold.jdbc.JdbcLeaseStore;
+import dev.leasehold.memory.InMemoryLeaseStore;
+import dev.leasehold.redis.RedisLeaseStore;
+import dev.leasehold.spi.LeaseStore;
+import dev.leasehold.testkit.TestServices;
+import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
+import java.sql.Connection;
+import java.sql.ResultSet;
+import javax.sql.DataSource;
+import org.junit.jupiter.api.Test;
+import org.springframework.boot.autoconfigure.AutoConfigurations;
+import org.springframework.boot.autoconfigure.aop.AopAutoConfiguration;
+import org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration;
+import org.springframework.boot.test.context.runner.ApplicationContextRunner;
+
+class LeaseholdAutoConfigurationTest {
+
+    private final ApplicationContextRunner runner = new ApplicationContextRunner()
+            .withConfiguration(AutoConfigurations.of(AopAutoConfiguration.class, LeaseholdAutoConfiguration.class));
+
+    private final ApplicationContextRunner withH2 = runner.withConfiguration(
+                    AutoConfigurations.of(DataSourceAutoConfiguration.class))
+            .withPropertyValues(
+                    "spring.datasource.url=jdbc:h2:mem:autoconfig-" + System.nanoTime() + ";DB_CLOSE_DELAY=-1");
+
+    @Test
+    void withoutDataSourceOrRedisLeasesLiveInMemory() {
+        runner.run(context -> {
+            assertThat(context).hasSingleBean(LeaseStore.class).hasSingleBean(LockService.class);
+            assertThat(context.getBean(LeaseStore.class)).isInstanceOf(InMemoryLeaseStore.class);
+            assertThat(context).hasSingleBean(LockModeSwitch.class).hasSingleBean(AuditLog.class);
+            assertThat(context).doesNotHaveBean(RequestRecords.class).doesNotHaveBean(LeaseholdMetrics.class);
+        });
+    }
+
+    @Test
+    void withADataSourceLeasesAndRecordsLiveInTheDatabaseAndTheSchemaIsCreated() {
+        withH2.run(context -> {
+            assertThat(context.getBean(LeaseStore.class)).isInstanceOf(JdbcLeaseStore.class);
+            assertThat(context).hasSingleBean(RequestRecords.class).hasSingleBean(IdempotentExecutor.class);
+            assertThat(context).hasSingleBean(DelayedRetries.class);
+            try (Connection c = context.getBean(DataSource.class).getConnection();
+                    ResultSet tables = c.getMetaData().getTables(null, null, "LEASEHOLD_%", null)) {
+                int count = 0;
+                while (tables.next()) {
+                    count++;
+                }
+                assertThat(count)
+                        .as("lease, fence, request, effect and retry tables")
+                        .isEqualTo(5);
+            }
+            LockService locks = context.getBean(LockService.class);
+            try (var lease = locks.tryAcquire(LockKey.of("t", "1"), LeaseOptions.defaults())
+                    .orElseThrow()) {
+                assertThat(lease.fence()).isPositive();
+            }
+        });
+    }
+
+    @Test
+    void backendMemoryWinsOverADataSourceWhenAskedFor() {
+        withH2.withPropertyValues("leasehold.backend=memory")
+                .run(context -> assertThat(context.getBean(LeaseStore.class)).isInstanceOf(InMemoryLeaseStore.class));
+    }
+
+    @Test
+    void backendRedisUsesTheConfiguredUrl() {
+        String url = TestServices.redis().uri();
+        runner.withPropertyValues("leasehold.backend=redis", "leasehold.redis.url=" + url)
+                .run(context -> {
+                    LeaseStore store = context.getBean(LeaseStore.class);
+                    assertThat(store.name()).isEqualTo("redis");
+                    LockService locks = context.getBean(LockService.class);
+                    try (var lease = locks.tryAcquire(LockKey.of("autoconfig", "redis"), LeaseOptions.defaults())
+                            .orElseThrow()) {
+                        assertThat(store.inspect(lease.key())).isPresent();
+                    }
+                });
+    }
+
+    @Test
+    void backendRedisWithoutAClientFailsWithAClearMessage() {
+        runner.withPropertyValues("leasehold.backend=redis").run(context -> {
+            assertThat(context).hasFailed();
+            assertThat(context.getStartupFailure()).rootCause().hasMessageContaining("leasehold.redis.url");
+        });
+    }
+
+    @Test
+    void backendJdbcWithoutADataSourceFailsWithAClearMessage() {
+        runner.withPropertyValues("leasehold.backend=jdbc").run(context -> {
+            assertThat(context).hasFailed();
+            assertThat(context.getStartupFailure()).rootCause().hasMessageContaining("DataSource");
+        });
+    }
+
+    @Test
+    void applicationBeansWin() {
+        InMemoryLeaseStore mine = new InMemoryLeaseStore();
+        withH2.withBean(LeaseStore.class, () -> mine).run(context -> {
+            assertThat(context.getBean(LeaseStore.class)).isSameAs(mine);
+            assertThat(context).hasSingleBean(LockService.class);
+        });
+        LockService myLocks = LockService.builder(new InMemoryLeaseStore()).build();
+        runner.withBean(LockService.class, () -> myLocks)
+                .run(context -> assertThat(context.getBean(LockService.class)).isSameAs(myLocks));
+        runner.withBean(LockModeSwitch.class, () -> new LockModeSwitch(LeaseholdProperties.Mode.BYPASS))
+                .run(context -> assertThat(context.getBean(LockModeSwitch.class).bypassed())
+                        .isTrue());
+    }
+
+    @Test
+    void switchesAndMetricsFollowTheirProperties() {
+        runner.withPropertyValues(
+                        "leasehold.audit.enabled=false",
+                        "leasehold.stale-scan.enabled=false",
+                        "leasehold.lock.mode=bypass")
+                .run(context -> {
+                    assertThat(context).doesNotHaveBean(AuditLog.class).doesNotHaveBean(StaleLeaseScan.class);
+                    assertThat(context.getBean(LockModeSwitch.class).bypassed()).isTrue();
+                });
+        runner.withBean(MeterRegistry.class, SimpleMeterRegistry::new)
+                .run(context -> assertThat(context).hasSingleBean(LeaseholdMetrics.class));
+    }
+
+    @Test
+    void redisClassesAreOnlyNeededWhenRedisIsChosen() {
+        assertThat(RedisLeaseStore.class).isNotNull();
+        assertThat(LeaseStores.REDIS_PRESENT).isTrue();
+    }
+}
