@@ -1,0 +1,42 @@
+package dev.leasehold.examples.loan;
+
+import java.math.BigDecimal;
+import java.time.LocalDate;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.boot.ApplicationArguments;
+import org.springframework.boot.ApplicationRunner;
+import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
+import org.springframework.stereotype.Component;
+
+/** Seeds a demo tenant with a few notes on an empty database, so a newcomer can try the API at once. */
+@Component
+@ConditionalOnProperty(name = "loan.demo.enabled", havingValue = "true", matchIfMissing = true)
+class DemoData implements ApplicationRunner {
+
+    private static final Logger log = LoggerFactory.getLogger(DemoData.class);
+    static final String TENANT = "demo";
+
+    private final LoanRepository repository;
+    private final LoanService loans;
+
+    DemoData(LoanRepository repository, LoanService loans) {
+        this.repository = repository;
+        this.loans = loans;
+    }
+
+    @Override
+    public void run(ApplicationArguments args) {
+        if (repository.tenantExists(TENANT)) {
+            return;
+        }
+        repository.insertTenant(TENANT, "Demo Microcredit");
+        LocalDate start = repository.today().minusMonths(3);
+        loans.open(TENANT, "B20240315001", "C001", new BigDecimal("12000.00"), new BigDecimal("0.12"), 12, start);
+        loans.open(TENANT, "B20240315002", "C001", new BigDecimal("5000.00"), new BigDecimal("0.10"), 6, start);
+        loans.open(TENANT, "B20240315003", "C002", new BigDecimal("30000.00"), new BigDecimal("0.085"), 24, start);
+        loans.open(
+                TENANT, "STORM", "C900", new BigDecimal("100000.00"), new BigDecimal("0.12"), 12, repository.today());
+        log.info("demo tenant '{}' seeded: notes B20240315001..003 and STORM", TENANT);
+    }
+}
