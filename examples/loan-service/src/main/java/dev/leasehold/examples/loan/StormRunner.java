@@ -31,6 +31,7 @@ public final class StormRunner {
      * @param busy 409 answers (lock busy, or a conflict in bypass mode)
      * @param failed any other answer
      * @param conservation the note's balances afterwards
+     * @param newFlows flows the storm added to the note
      * @param maxInside the most operations ever inside the note's critical section at once
      */
     public record Report(
@@ -41,7 +42,15 @@ public final class StormRunner {
             int failed,
             BigDecimal acceptedAmount,
             Conservation conservation,
+            long newFlows,
             int maxInside) {
+
+        /** Whether nothing was lost or doubled: balances conserved, one flow per accepted repayment. */
+        public boolean ok() {
+            return conservation.expectedOutstanding().compareTo(conservation.outstanding()) == 0
+                    && newFlows == accepted
+                    && failed == 0;
+        }
 
         /** The report as a newcomer reads it. */
         public String text() {
@@ -49,7 +58,7 @@ public final class StormRunner {
                     "\n",
                     "storm on loan note " + conservation.borrowNo(),
                     "  requests sent          " + requests,
-                    "  accepted repayments    " + accepted + " (flows recorded: " + conservation.acceptedFlows() + ")",
+                    "  accepted repayments    " + accepted + " (new flows recorded: " + newFlows + ")",
                     "  duplicates collapsed   " + duplicatesCollapsed,
                     "  busy/conflict answers  " + busy,
                     "  other failures         " + failed,
@@ -74,6 +83,7 @@ public final class StormRunner {
         RestClient client = RestClient.builder().baseUrl(baseUrl).build();
         String path = "/api/tenants/" + tenant + "/notes/" + borrowNo + "/repayments";
         String run = Long.toString(System.nanoTime(), 36);
+        long flowsBefore = conservation(client, tenant, borrowNo).acceptedFlows();
         AtomicInteger busy = new AtomicInteger();
         AtomicInteger failed = new AtomicInteger();
         AtomicInteger duplicates = new AtomicInteger();
@@ -112,10 +122,7 @@ public final class StormRunner {
         } finally {
             pool.shutdownNow();
         }
-        Conservation conservation = client.get()
-                .uri("/api/tenants/" + tenant + "/notes/" + borrowNo + "/conservation")
-                .retrieve()
-                .body(Conservation.class);
+        Conservation conservation = conservation(client, tenant, borrowNo);
         BigDecimal total = accepted.values().stream().reduce(BigDecimal.ZERO, BigDecimal::add);
         return new Report(
                 requests.get(),
@@ -125,7 +132,15 @@ public final class StormRunner {
                 failed.get(),
                 total,
                 conservation,
+                conservation.acceptedFlows() - flowsBefore,
                 maxInside);
+    }
+
+    private static Conservation conservation(RestClient client, String tenant, String borrowNo) {
+        return client.get()
+                .uri("/api/tenants/" + tenant + "/notes/" + borrowNo + "/conservation")
+                .retrieve()
+                .body(Conservation.class);
     }
 
     private static void send(
