@@ -68,7 +68,7 @@ public final class StormRunner {
                     "  expected outstanding   " + conservation.expectedOutstanding(),
                     "  max inside at once     " + (maxInside < 0 ? "n/a (remote)" : String.valueOf(maxInside)),
                     "  conservation           "
-                            + (conservation.holds() && conservation.acceptedFlows() == accepted ? "OK" : "BROKEN"));
+                            + (ok() ? "OK" : "BROKEN"));
         }
     }
 
