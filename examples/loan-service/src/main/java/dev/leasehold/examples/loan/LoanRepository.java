@@ -277,6 +277,11 @@ class LoanRepository {
                 expected.compareTo(outstanding) == 0);
     }
 
+    /** Delayed retries not yet run (the overdue job's busy notes). */
+    int pendingRetries() {
+        return jdbc.queryForObject("SELECT COUNT(*) FROM leasehold_retry WHERE status <> 'FAILED'", Integer.class);
+    }
+
     LocalDate today() {
         return jdbc.queryForObject("SELECT CURRENT_DATE", java.sql.Date.class).toLocalDate();
     }

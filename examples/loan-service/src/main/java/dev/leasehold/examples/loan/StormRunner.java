@@ -67,8 +67,7 @@ public final class StormRunner {
                     "  final outstanding      " + conservation.outstanding(),
                     "  expected outstanding   " + conservation.expectedOutstanding(),
                     "  max inside at once     " + (maxInside < 0 ? "n/a (remote)" : String.valueOf(maxInside)),
-                    "  conservation           "
-                            + (ok() ? "OK" : "BROKEN"));
+                    "  conservation           " + (ok() ? "OK" : "BROKEN"));
         }
     }
 
