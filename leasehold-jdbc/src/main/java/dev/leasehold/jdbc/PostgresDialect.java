@@ -1,35 +1,44 @@
 package dev.leasehold.jdbc;
 
-/** The lease SQL for PostgreSQL (9.5 and later): {@code INSERT ... ON CONFLICT ... RETURNING}. */
+/** The lease SQL for PostgreSQL (9.5 and later): data-modifying CTEs and {@code ON CONFLICT}, with RETURNING. */
 final class PostgresDialect {
 
     /** Epoch ms at the start of this statement: constant within it, unlike clock_timestamp(). */
     static final String NOW = "(EXTRACT(EPOCH FROM statement_timestamp()) * 1000)::BIGINT";
 
     /*
-     * acquire: grants lock_key to owner for lease_ms when the row
-     *   - does not exist                           -> inserted, fence = now_ms * 1000
-     *   - is free or expired (expires_at_ms <= now) -> taken over, fence + 1
-     *   - is held by the same owner, unexpired      -> extended, fence kept
-     * and otherwise leaves it alone and returns nothing (busy). Concurrent first acquires of a new
-     * key are decided by the primary key: one inserts, the others see its row in ON CONFLICT.
+     * acquire: ONE statement that grants lock_key to owner for lease_ms when the row
+     *   - is free or expired (expires_at_ms <= now)  -> taken over, fence + 1  (step 1, UPDATE)
+     *   - is held by the same owner, unexpired       -> extended, fence kept   (step 1, UPDATE)
+     *   - does not exist                            -> inserted, fence = now_ms * 1000 (step 2, INSERT)
+     * and otherwise returns nothing (busy).
+     *
+     * 1. The UPDATE locks the row only if its WHERE holds; a busy key is read, not locked, so the
+     *    busy path writes nothing (ON CONFLICT DO UPDATE would lock the row even when refusing).
+     *    Two callers racing for an expired row: the second re-checks the WHERE on the new version
+     *    and finds it held.
+     * 2. Only if step 1 took nothing, INSERT ... ON CONFLICT DO NOTHING: of concurrent first
+     *    acquires one inserts, the others find its row and get nothing.
      */
     private static final String ACQUIRE = """
-            INSERT INTO leasehold_lease AS l (lock_key, owner_token, fence, expires_at_ms, acquired_at_ms, holder)
-            SELECT p.k, p.o, c.now_ms * 1000, c.now_ms + p.ms, c.now_ms, p.h
-              FROM (SELECT CAST(? AS VARCHAR(255)) AS k, CAST(? AS VARCHAR(128)) AS o,
-                           CAST(? AS BIGINT) AS ms, CAST(? AS VARCHAR(255)) AS h) p,
-                   (SELECT %1$s AS now_ms) c
-            ON CONFLICT (lock_key) DO UPDATE
-               SET fence = CASE WHEN l.owner_token = EXCLUDED.owner_token AND l.expires_at_ms > EXCLUDED.acquired_at_ms
-                                THEN l.fence ELSE l.fence + 1 END,
-                   acquired_at_ms = CASE WHEN l.owner_token = EXCLUDED.owner_token AND l.expires_at_ms > EXCLUDED.acquired_at_ms
-                                THEN l.acquired_at_ms ELSE EXCLUDED.acquired_at_ms END,
-                   owner_token = EXCLUDED.owner_token,
-                   expires_at_ms = EXCLUDED.expires_at_ms,
-                   holder = EXCLUDED.holder
-             WHERE l.expires_at_ms <= EXCLUDED.acquired_at_ms OR l.owner_token = EXCLUDED.owner_token
-            RETURNING owner_token, fence, expires_at_ms, %1$s AS now_ms
+            WITH p AS (SELECT CAST(? AS VARCHAR(255)) AS k, CAST(? AS VARCHAR(128)) AS o,
+                              CAST(? AS BIGINT) AS ms, CAST(? AS VARCHAR(255)) AS h, %1$s AS now_ms),
+            taken AS (
+              UPDATE leasehold_lease l
+                 SET fence = CASE WHEN l.owner_token = p.o AND l.expires_at_ms > p.now_ms THEN l.fence ELSE l.fence + 1 END,
+                     acquired_at_ms = CASE WHEN l.owner_token = p.o AND l.expires_at_ms > p.now_ms
+                                           THEN l.acquired_at_ms ELSE p.now_ms END,
+                     owner_token = p.o, expires_at_ms = p.now_ms + p.ms, holder = p.h
+                FROM p
+               WHERE l.lock_key = p.k AND (l.expires_at_ms <= p.now_ms OR l.owner_token = p.o)
+              RETURNING l.owner_token, l.fence, l.expires_at_ms, p.now_ms),
+            created AS (
+              INSERT INTO leasehold_lease (lock_key, owner_token, fence, expires_at_ms, acquired_at_ms, holder)
+              SELECT p.k, p.o, p.now_ms * 1000, p.now_ms + p.ms, p.now_ms, p.h FROM p
+               WHERE NOT EXISTS (SELECT 1 FROM taken)
+              ON CONFLICT (lock_key) DO NOTHING
+              RETURNING owner_token, fence, expires_at_ms, (SELECT now_ms FROM p))
+            SELECT * FROM taken UNION ALL SELECT * FROM created
             """.formatted(NOW);
 
     /* renew: compare-and-extend. Only the unexpired owner's row gets expires_at_ms = now + lease_ms. */
