@@ -264,6 +264,15 @@ abstract class AbstractLoanStormTest {
                 .isZero();
     }
 
+    @Test
+    void servesItsOpenApiDescription() {
+        String spec = http.get().uri("/v3/api-docs").retrieve().body(String.class);
+        assertThat(spec)
+                .contains("\"openapi\"")
+                .contains("/api/tenants/{tenant}/notes/{borrowNo}/repayments")
+                .contains("outTradeNo");
+    }
+
     private String post(String note, Map<String, Object> body) {
         return http.post()
                 .uri("/api/tenants/{t}/notes/{n}/repayments", tenant, note)
