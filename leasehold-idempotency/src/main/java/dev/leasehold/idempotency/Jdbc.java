@@ -2,6 +2,7 @@ package dev.leasehold.idempotency;
 
 import dev.leasehold.LeaseStoreException;
 import java.sql.Connection;
+import java.sql.PreparedStatement;
 import java.sql.SQLException;
 import java.util.UUID;
 import javax.sql.DataSource;
@@ -27,6 +28,49 @@ final class Jdbc {
                 return result;
             } catch (SQLException | RuntimeException e) {
                 connection.rollback();
+                throw e;
+            }
+        } catch (SQLException e) {
+            throw new LeaseStoreException(operation, subject, e);
+        }
+    }
+
+    /** Runs one UPDATE with the arguments in order, in its own transaction; returns the row count. */
+    static int update(DataSource dataSource, String operation, String subject, String sql, Object... args) {
+        return autoCommit(dataSource, operation, subject, c -> {
+            try (PreparedStatement s = c.prepareStatement(sql)) {
+                for (int i = 0; i < args.length; i++) {
+                    s.setObject(i + 1, args[i]);
+                }
+                return s.executeUpdate();
+            }
+        });
+    }
+
+    /**
+     * Runs one INSERT with the arguments in order, in its own transaction.
+     *
+     * @return true if the row was created, false if the unique key said another caller created it first
+     */
+    static boolean insertUnlessDuplicate(
+            DataSource dataSource, String operation, String subject, String sql, Object... args) {
+        try (Connection c = dataSource.getConnection()) {
+            try (PreparedStatement s = c.prepareStatement(sql)) {
+                for (int i = 0; i < args.length; i++) {
+                    s.setObject(i + 1, args[i]);
+                }
+                s.executeUpdate();
+                if (!c.getAutoCommit()) {
+                    c.commit();
+                }
+                return true;
+            } catch (SQLException e) {
+                if (!c.getAutoCommit()) {
+                    c.rollback();
+                }
+                if (isDuplicateKey(e)) {
+                    return false;
+                }
                 throw e;
             }
         } catch (SQLException e) {

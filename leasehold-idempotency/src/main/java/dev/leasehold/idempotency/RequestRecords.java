@@ -273,41 +273,20 @@ public final class RequestRecords {
     private static final String HEARTBEAT = Statements.HEARTBEAT_REQUEST;
 
     private int update(String requestId, String template, Object... args) {
-        return Jdbc.autoCommit(dataSource, "update request", requestId, c -> {
-            try (PreparedStatement s = c.prepareStatement(sql(template))) {
-                for (int i = 0; i < args.length; i++) {
-                    s.setObject(i + 1, args[i]);
-                }
-                return s.executeUpdate();
-            }
-        });
+        return Jdbc.update(dataSource, "update request", requestId, sql(template), args);
     }
 
     private boolean insert(String id, String scope, String clientKey, String fingerprint, String token) {
-        try (Connection c = dataSource.getConnection()) {
-            try (PreparedStatement s = c.prepareStatement(sql(Statements.INSERT_REQUEST))) {
-                s.setString(1, id);
-                s.setString(2, scope);
-                s.setString(3, clientKey);
-                s.setString(4, fingerprint);
-                s.setString(5, token);
-                s.executeUpdate();
-                if (!c.getAutoCommit()) {
-                    c.commit();
-                }
-                return true;
-            } catch (SQLException e) {
-                if (!c.getAutoCommit()) {
-                    c.rollback();
-                }
-                if (Jdbc.isDuplicateKey(e)) {
-                    return false;
-                }
-                throw e;
-            }
-        } catch (SQLException e) {
-            throw new LeaseStoreException("create request", scope + "/" + clientKey, e);
-        }
+        return Jdbc.insertUnlessDuplicate(
+                dataSource,
+                "create request",
+                scope + "/" + clientKey,
+                sql(Statements.INSERT_REQUEST),
+                id,
+                scope,
+                clientKey,
+                fingerprint,
+                token);
     }
 
     private record Row(

@@ -255,42 +255,21 @@ public final class SideEffects {
     }
 
     private int update(String effectId, String template, Object... args) {
-        return Jdbc.autoCommit(dataSource, "update side effect", effectId, c -> {
-            try (PreparedStatement s = c.prepareStatement(sql(template))) {
-                for (int i = 0; i < args.length; i++) {
-                    s.setObject(i + 1, args[i]);
-                }
-                return s.executeUpdate();
-            }
-        });
+        return Jdbc.update(dataSource, "update side effect", effectId, sql(template), args);
     }
 
     private boolean insert(String id, String requestId, String name, String hash, String token) {
-        try (Connection c = dataSource.getConnection()) {
-            try (PreparedStatement s = c.prepareStatement(sql(Statements.INSERT_EFFECT))) {
-                s.setString(1, id);
-                s.setString(2, requestId);
-                s.setString(3, name);
-                s.setString(4, hash);
-                s.setString(5, requestId + ":" + name + ":" + hash);
-                s.setString(6, token);
-                s.executeUpdate();
-                if (!c.getAutoCommit()) {
-                    c.commit();
-                }
-                return true;
-            } catch (SQLException e) {
-                if (!c.getAutoCommit()) {
-                    c.rollback();
-                }
-                if (Jdbc.isDuplicateKey(e)) {
-                    return false;
-                }
-                throw e;
-            }
-        } catch (SQLException e) {
-            throw new LeaseStoreException("create side effect " + name, requestId, e);
-        }
+        return Jdbc.insertUnlessDuplicate(
+                dataSource,
+                "create side effect " + name,
+                requestId,
+                sql(Statements.INSERT_EFFECT),
+                id,
+                requestId,
+                name,
+                hash,
+                requestId + ":" + name + ":" + hash,
+                token);
     }
 
     private record EffectRow(
