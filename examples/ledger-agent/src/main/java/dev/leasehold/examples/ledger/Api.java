@@ -121,6 +121,15 @@ class Api {
         return response.body(problem);
     }
 
+    @ExceptionHandler(OpenAiChatModel.ModelException.class)
+    ResponseEntity<ProblemDetail> modelFailed(OpenAiChatModel.ModelException e) {
+        ProblemDetail problem = ProblemDetail.forStatusAndDetail(
+                HttpStatusCode.valueOf(502),
+                e.getMessage() + "; the message was not answered and can be sent again with the same clientRequestId");
+        problem.setType(URI.create("https://leasehold.dev/problems/ledger/model-failed"));
+        return ResponseEntity.status(502).body(problem);
+    }
+
     @ExceptionHandler(MethodArgumentNotValidException.class)
     ResponseEntity<ProblemDetail> invalid(MethodArgumentNotValidException e) {
         String detail = e.getBindingResult().getFieldErrors().stream()

@@ -2,6 +2,7 @@ package dev.leasehold.examples.ledger;
 
 import jakarta.servlet.http.HttpServletRequest;
 import jakarta.servlet.http.HttpServletResponse;
+import org.springframework.beans.factory.annotation.Value;
 import org.springframework.boot.ApplicationArguments;
 import org.springframework.boot.ApplicationRunner;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean;
@@ -21,10 +22,18 @@ class Wiring implements WebMvcConfigurer {
         this.repository = repository;
     }
 
+    /**
+     * The model: an OpenAI-compatible endpoint when {@code ledger.model.base-url} is set, otherwise
+     * the embedded rule-based one, which needs no network.
+     */
     @Bean
     @ConditionalOnMissingBean(Model.class)
-    Model model() {
-        return new RuleBasedModel();
+    Model model(
+            @Value("${ledger.model.base-url:}") String baseUrl,
+            @Value("${ledger.model.name:gpt-4o-mini}") String name,
+            @Value("${ledger.model.api-key:}") String apiKey,
+            @Value("${ledger.model.timeout:30s}") java.time.Duration timeout) {
+        return baseUrl.isBlank() ? new RuleBasedModel() : new OpenAiChatModel(baseUrl, name, apiKey, timeout);
     }
 
     @Override
