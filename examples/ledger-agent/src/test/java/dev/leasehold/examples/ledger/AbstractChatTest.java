@@ -31,14 +31,12 @@ import org.springframework.http.MediaType;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.web.client.RestClient;
 
-/** sendMessage over HTTP on the embedded default (H2, SQL leases), with a model that counts its calls. */
+/** sendMessage over HTTP, with a model that counts its calls; subclasses pick the databases. */
 @SpringBootTest(
         webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT,
-        properties = {
-            "spring.datasource.url=jdbc:h2:mem:ledger-it;DB_CLOSE_DELAY=-1",
-            "leasehold.idempotency.stale-after=2s"
-        })
-class ChatIntegrationTest {
+        properties = "leasehold.idempotency.stale-after=2s")
+@org.springframework.context.annotation.Import(AbstractChatTest.Models.class)
+abstract class AbstractChatTest {
 
     /** The embedded model, counted, slowed or broken on demand. */
     static final class ScriptedModel implements Model {
