@@ -13,6 +13,7 @@ import dev.leasehold.LockOwner;
 import dev.leasehold.LockService;
 import dev.leasehold.jdbc.Database;
 import dev.leasehold.jdbc.JdbcLeaseStore;
+import dev.leasehold.testkit.TestServices;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -23,6 +24,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CyclicBarrier;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -42,12 +44,37 @@ import org.junit.jupiter.api.Timeout;
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
 abstract class AbstractIdempotencyTest {
 
-    protected abstract DataSource dataSource();
+    /** Where the database answers (resolved on first use, so a missing server skips each test). */
+    protected abstract TestServices.JdbcEndpoint endpoint();
 
     protected abstract Database database();
 
-    /** Kills the session of {@code victim} from another connection. */
-    protected abstract void killFromServer(Connection victim) throws SQLException;
+    private static final Map<String, HikariDataSource> POOLS = new ConcurrentHashMap<>();
+
+    protected DataSource dataSource() {
+        TestServices.JdbcEndpoint endpoint = endpoint();
+        return POOLS.computeIfAbsent(
+                endpoint.url(), url -> pool(url, endpoint.user(), endpoint.password(), database()));
+    }
+
+    @org.junit.jupiter.api.AfterAll
+    static void closePools() {
+        POOLS.values().forEach(HikariDataSource::close);
+        POOLS.clear();
+    }
+
+    /**
+     * Kills the session of {@code victim} from another connection. Embedded H2 has no server session:
+     * there the lost connection is simulated, and the transaction rolls back the same way.
+     */
+    protected void killFromServer(Connection victim) throws SQLException {
+        if (database() == Database.H2) {
+            throw new SQLException("connection lost (simulated for embedded H2)", "08006");
+        }
+        try (Connection admin = dataSource().getConnection()) {
+            TestServices.killFromServer(victim, admin);
+        }
+    }
 
     private final Duration stale = Duration.ofMillis(400);
     private String scope;

@@ -15,6 +15,7 @@ import dev.leasehold.spi.AcquireResult;
 import dev.leasehold.spi.LeaseStore;
 import dev.leasehold.testkit.LeaseStoreConformance;
 import dev.leasehold.testkit.RawLease;
+import dev.leasehold.testkit.TestServices;
 import java.sql.Connection;
 import java.sql.DriverManager;
 import java.sql.PreparedStatement;
@@ -22,10 +23,13 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
+import java.util.Map;
 import java.util.Optional;
 import java.util.TimeZone;
 import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
 import javax.sql.DataSource;
+import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -35,19 +39,40 @@ import org.junit.jupiter.api.Test;
  */
 abstract class AbstractJdbcLeaseStoreTest extends LeaseStoreConformance {
 
-    /** The shared pool of this database, with the schema created. */
-    protected abstract DataSource dataSource();
+    /** Where the database answers (resolved on first use, so a missing server skips each test). */
+    protected abstract TestServices.JdbcEndpoint endpoint();
 
     protected abstract Database database();
 
-    /** JDBC URL, user and password for a fresh connection outside the pool. */
-    protected abstract String[] connectionSettings();
-
-    /** Kills {@code victim}'s session from another connection, as a DBA or a failover would. */
-    protected abstract void killFromServer(Connection victim) throws SQLException;
-
     /** A statement that moves a session's time zone far from UTC. */
     protected abstract String skewSessionTimeZone();
+
+    private static final Map<String, HikariDataSource> POOLS = new ConcurrentHashMap<>();
+
+    /** The shared pool of this database, with the schema created. */
+    protected DataSource dataSource() {
+        TestServices.JdbcEndpoint endpoint = endpoint();
+        return POOLS.computeIfAbsent(
+                endpoint.url(), url -> pool(url, endpoint.user(), endpoint.password(), database(), null));
+    }
+
+    @AfterAll
+    static void closePools() {
+        POOLS.values().forEach(HikariDataSource::close);
+        POOLS.clear();
+    }
+
+    /** JDBC URL, user and password for a fresh connection outside the pool. */
+    private String[] connectionSettings() {
+        TestServices.JdbcEndpoint endpoint = endpoint();
+        return new String[] {endpoint.url(), endpoint.user(), endpoint.password()};
+    }
+
+    private void killFromServer(Connection victim) throws SQLException {
+        try (Connection admin = dataSource().getConnection()) {
+            TestServices.killFromServer(victim, admin);
+        }
+    }
 
     static HikariDataSource pool(String url, String user, String password, Database database, String initSql) {
         HikariConfig config = new HikariConfig();

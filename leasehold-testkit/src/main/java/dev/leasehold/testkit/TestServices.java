@@ -178,6 +178,30 @@ public final class TestServices {
                 + " available; start a server or set LEASEHOLD_MARIADB_URL";
     }
 
+    /**
+     * Kills {@code victim}'s database session from {@code admin}, as a DBA or a failover would:
+     * {@code pg_terminate_backend} on PostgreSQL, {@code KILL CONNECTION} on MariaDB/MySQL. On an
+     * embedded database, which has no server session to kill, the calling test is skipped.
+     */
+    public static void killFromServer(java.sql.Connection victim, java.sql.Connection admin)
+            throws java.sql.SQLException {
+        String product = victim.getMetaData().getDatabaseProductName().toLowerCase(java.util.Locale.ROOT);
+        boolean postgres = product.contains("postgres");
+        if (!postgres && !product.contains("mariadb") && !product.contains("mysql")) {
+            Assumptions.abort(product + " is embedded: it has no server session to kill from outside");
+        }
+        long id;
+        try (java.sql.Statement s = victim.createStatement();
+                java.sql.ResultSet rs =
+                        s.executeQuery(postgres ? "SELECT pg_backend_pid()" : "SELECT CONNECTION_ID()")) {
+            rs.next();
+            id = rs.getLong(1);
+        }
+        try (java.sql.Statement kill = admin.createStatement()) {
+            kill.execute(postgres ? "SELECT pg_terminate_backend(" + id + ")" : "KILL CONNECTION " + id);
+        }
+    }
+
     private static String env(String name, String fallback) {
         String value = System.getenv(name);
         return value == null ? fallback : value;
