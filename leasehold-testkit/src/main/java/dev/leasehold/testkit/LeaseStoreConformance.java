@@ -66,7 +66,7 @@ public abstract class LeaseStoreConformance {
 
     /** A lease short enough to watch expire, long enough to be renewed reliably on this backend. */
     protected Duration shortLease() {
-        return Duration.ofMillis(400);
+        return Duration.ofMillis(800);
     }
 
     /** The store of the running test. */
