@@ -34,9 +34,8 @@ final class KeyExpressions {
         }
     }
 
-    /** The values of an expression: the elements of a collection or array, otherwise the one value. */
-    List<Object> values(String expression, EvaluationContext context) {
-        Object value = value(expression, context);
+    /** The elements of a collection or array value, otherwise the one value. */
+    static List<Object> elements(Object value) {
         if (value instanceof Collection<?> collection) {
             return new ArrayList<>(collection);
         }

@@ -117,8 +117,9 @@ final class LockedInterceptor implements MethodInterceptor {
             List<List<Object>> parts = new ArrayList<>();
             int batchPart = -1;
             for (int i = 0; i < locked.key().length; i++) {
-                List<Object> values = expressions.values(locked.key()[i], context);
-                if (values.size() != 1 || isMany(expressions.value(locked.key()[i], context))) {
+                Object value = expressions.value(locked.key()[i], context);
+                List<Object> values = KeyExpressions.elements(value);
+                if (isMany(value)) {
                     if (batchPart >= 0) {
                         throw new IllegalStateException("@Locked allows one collection-valued key part, found two");
                     }

@@ -2,7 +2,6 @@ package dev.leasehold.spring;
 
 import dev.leasehold.HeldLeaseInfo;
 import dev.leasehold.LockService;
-import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
@@ -83,9 +82,5 @@ final class StaleLeaseScan implements SmartLifecycle {
     @Override
     public boolean isRunning() {
         return scheduler != null;
-    }
-
-    static Duration threshold(HeldLeaseInfo lease, int multiple) {
-        return lease.leaseFor().multipliedBy(multiple);
     }
 }

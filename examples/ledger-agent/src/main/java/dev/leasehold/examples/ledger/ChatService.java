@@ -176,10 +176,11 @@ public class ChatService {
             return mapper.writeValueAsString(Map.of("error", "type must be expense or income, was " + type));
         }
         String categoryName = args.path("category").asText();
-        var category = repository.categories(session.ledgerId()).stream()
+        List<LedgerRepository.Category> categories = repository.categories(session.ledgerId());
+        var category = categories.stream()
                 .filter(c -> c.type().equals(type) && c.name().equals(categoryName))
                 .findFirst()
-                .or(() -> repository.categories(session.ledgerId()).stream()
+                .or(() -> categories.stream()
                         .filter(c -> c.type().equals(type) && c.name().startsWith("其他"))
                         .findFirst())
                 .orElseThrow();

@@ -117,17 +117,7 @@ public class LoanService {
             busyMessage = BUSY)
     @Transactional
     public Repayment settle(String tenant, String borrowNo, Channel channel, String outTradeNo) {
-        var existing = repository.flow(tenant, borrowNo, channel, outTradeNo);
-        if (existing.isPresent()) {
-            return new Repayment(existing.get(), true);
-        }
-        return pay(
-                tenant,
-                borrowNo,
-                channel,
-                outTradeNo,
-                Money.of(load(tenant, borrowNo).outstanding()),
-                "SETTLEMENT");
+        return pay(tenant, borrowNo, channel, outTradeNo, null, "SETTLEMENT");
     }
 
     /**
@@ -154,18 +144,14 @@ public class LoanService {
                         "loan note " + borrowNo + " does not belong to customer " + customerId
                                 + "; nothing was settled");
             }
-            String trade = outTradeNo + ":" + borrowNo;
-            var existing = repository.flow(tenant, borrowNo, channel, trade);
-            receipts.add(
-                    existing.isPresent()
-                            ? new Repayment(existing.get(), true)
-                            : pay(tenant, borrowNo, channel, trade, Money.of(note.outstanding()), "SETTLEMENT"));
+            receipts.add(pay(tenant, borrowNo, channel, outTradeNo + ":" + borrowNo, null, "SETTLEMENT"));
         }
         return receipts;
     }
 
+    /** Pays {@code requested}, or everything owed when it is null (settlement). */
     private Repayment pay(
-            String tenant, String borrowNo, Channel channel, String outTradeNo, BigDecimal amount, String kind) {
+            String tenant, String borrowNo, Channel channel, String outTradeNo, BigDecimal requested, String kind) {
         probe.enter(tenant, borrowNo);
         try {
             var existing = repository.flow(tenant, borrowNo, channel, outTradeNo);
@@ -179,6 +165,7 @@ public class LoanService {
                         "note-closed",
                         "loan note " + borrowNo + " is " + note.status() + " and accepts no repayments");
             }
+            BigDecimal amount = requested != null ? requested : Money.of(note.outstanding());
             if (amount.signum() <= 0) {
                 throw new LoanProblems.Refused(400, "invalid-request", "amount: must be greater than 0");
             }
