@@ -9,6 +9,8 @@ import dev.leasehold.idempotency.RequestRecords;
 import dev.leasehold.idempotency.SideEffects;
 import dev.leasehold.jdbc.Database;
 import dev.leasehold.spi.LeaseStore;
+import dev.leasehold.spring.schema.LeaseholdFlywayMigration;
+import dev.leasehold.spring.schema.LeaseholdScriptInitializer;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.sql.SQLException;
 import javax.sql.DataSource;
@@ -25,9 +27,14 @@ import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean
 import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnWebApplication;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
+import org.springframework.boot.sql.init.DatabaseInitializationMode;
+import org.springframework.boot.sql.init.dependency.DatabaseInitializationDependencyConfigurer;
+import org.springframework.boot.sql.init.dependency.DependsOnDatabaseInitialization;
 import org.springframework.context.ApplicationContext;
 import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Conditional;
 import org.springframework.context.annotation.Configuration;
+import org.springframework.context.annotation.Import;
 import org.springframework.context.annotation.Role;
 import org.springframework.core.Ordered;
 
@@ -62,12 +69,9 @@ public class LeaseholdAutoConfiguration {
 
     @Bean(destroyMethod = "close")
     @ConditionalOnMissingBean
+    @DependsOnDatabaseInitialization
     LeaseStore leaseholdLeaseStore(
-            LeaseholdProperties properties,
-            ObjectProvider<DataSource> dataSource,
-            ObjectProvider<LeaseholdSchema> schema,
-            ApplicationContext context) {
-        schema.getIfAvailable();
+            LeaseholdProperties properties, ObjectProvider<DataSource> dataSource, ApplicationContext context) {
         return LeaseStores.create(properties, dataSource.getIfAvailable(), context);
     }
 
@@ -127,24 +131,70 @@ public class LeaseholdAutoConfiguration {
         return advisor;
     }
 
-    /** SQL schema at startup, when there is a DataSource and the SQL module. */
+    /**
+     * Leasehold's tables: its own Flyway history when Flyway is on the class path, else Spring
+     * Boot's script initializer; either runs before every bean that depends on database
+     * initialization.
+     */
+    @Configuration(proxyBeanMethods = false)
+    @ConditionalOnClass(
+            name = {
+                "dev.leasehold.jdbc.JdbcLeaseStore",
+                "org.springframework.boot.jdbc.init.DataSourceScriptDatabaseInitializer"
+            })
+    @ConditionalOnBean(DataSource.class)
+    @Import(DatabaseInitializationDependencyConfigurer.class)
+    static class SchemaConfiguration {
+
+        @Configuration(proxyBeanMethods = false)
+        @ConditionalOnClass(name = "org.flywaydb.core.Flyway")
+        @ConditionalOnProperty(prefix = "leasehold.jdbc.flyway", name = "enabled", matchIfMissing = true)
+        @Conditional(SchemaConditions.Initialize.class)
+        static class FlywaySchema {
+
+            @Bean
+            @ConditionalOnMissingBean
+            LeaseholdFlywayMigration leaseholdFlywayMigration(DataSource dataSource, LeaseholdProperties properties)
+                    throws SQLException {
+                return new LeaseholdFlywayMigration(
+                        dataSource,
+                        Database.detect(dataSource),
+                        properties.getJdbc().getFlyway().getTable());
+            }
+        }
+
+        @Configuration(proxyBeanMethods = false)
+        @Conditional(SchemaConditions.WithoutFlyway.class)
+        static class ScriptSchema {
+
+            @Bean
+            @ConditionalOnMissingBean
+            LeaseholdScriptInitializer leaseholdScriptInitializer(DataSource dataSource, LeaseholdProperties properties)
+                    throws SQLException {
+                return new LeaseholdScriptInitializer(
+                        dataSource,
+                        Database.detect(dataSource),
+                        switch (properties.getJdbc().getInitializeSchema()) {
+                            case EMBEDDED -> DatabaseInitializationMode.EMBEDDED;
+                            case ALWAYS -> DatabaseInitializationMode.ALWAYS;
+                            case NEVER -> DatabaseInitializationMode.NEVER;
+                        });
+            }
+        }
+    }
+
+    /** Delayed retries in the SQL database. */
     @Configuration(proxyBeanMethods = false)
     @ConditionalOnClass(name = "dev.leasehold.jdbc.JdbcLeaseStore")
     @ConditionalOnBean(DataSource.class)
-    static class SchemaConfiguration {
-
-        @Bean
-        @ConditionalOnMissingBean
-        LeaseholdSchema leaseholdSchema(DataSource dataSource, LeaseholdProperties properties) throws SQLException {
-            return new LeaseholdSchema(dataSource, properties.getJdbc().getInitializeSchema());
-        }
+    static class JdbcRetryConfiguration {
 
         @Bean
         @ConditionalOnMissingBean
         @ConditionalOnClass(ObjectMapper.class)
+        @DependsOnDatabaseInitialization
         DelayedRetries leaseholdDelayedRetries(
                 DataSource dataSource,
-                LeaseholdSchema schema,
                 ApplicationContext context,
                 ObjectProvider<ObjectMapper> mapper,
                 LeaseholdProperties properties,
@@ -186,9 +236,8 @@ public class LeaseholdAutoConfiguration {
 
         @Bean
         @ConditionalOnMissingBean
-        RequestRecords leaseholdRequestRecords(
-                DataSource dataSource, LeaseholdProperties properties, ObjectProvider<LeaseholdSchema> schema) {
-            schema.getIfAvailable();
+        @DependsOnDatabaseInitialization
+        RequestRecords leaseholdRequestRecords(DataSource dataSource, LeaseholdProperties properties) {
             return RequestRecords.builder(dataSource)
                     .staleAfter(properties.getIdempotency().getStaleAfter())
                     .retention(properties.getIdempotency().getRetention())
@@ -197,6 +246,7 @@ public class LeaseholdAutoConfiguration {
 
         @Bean
         @ConditionalOnMissingBean
+        @DependsOnDatabaseInitialization
         SideEffects leaseholdSideEffects(
                 DataSource dataSource, LeaseholdProperties properties, ObjectProvider<ObjectMapper> mapper) {
             return SideEffects.builder(dataSource)

@@ -159,8 +159,17 @@ public class LeaseholdProperties {
 
     /** SQL settings. */
     public static class Jdbc {
-        /** When to create Leasehold's tables at startup. */
+        /**
+         * When to create Leasehold's tables at startup. With Flyway on the class path, embedded and
+         * always both run Leasehold's own Flyway migration, on every database; never skips it.
+         */
         private SchemaInitialization initializeSchema = SchemaInitialization.EMBEDDED;
+
+        private final Flyway flyway = new Flyway();
+
+        public Flyway getFlyway() {
+            return flyway;
+        }
 
         public SchemaInitialization getInitializeSchema() {
             return initializeSchema;
@@ -168,6 +177,30 @@ public class LeaseholdProperties {
 
         public void setInitializeSchema(SchemaInitialization initializeSchema) {
             this.initializeSchema = initializeSchema;
+        }
+    }
+
+    /** Leasehold's own Flyway migration, used when Flyway is on the class path. */
+    public static class Flyway {
+        /** Whether to migrate Leasehold's tables with Flyway (else Spring Boot's script initializer). */
+        private boolean enabled = true;
+        /** The history table of Leasehold's migrations, apart from the application's. */
+        private String table = "leasehold_schema_history";
+
+        public boolean isEnabled() {
+            return enabled;
+        }
+
+        public void setEnabled(boolean enabled) {
+            this.enabled = enabled;
+        }
+
+        public String getTable() {
+            return table;
+        }
+
+        public void setTable(String table) {
+            this.table = table;
         }
     }
 
