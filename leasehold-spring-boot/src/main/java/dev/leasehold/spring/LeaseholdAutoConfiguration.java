@@ -9,6 +9,9 @@ import dev.leasehold.idempotency.RequestRecords;
 import dev.leasehold.idempotency.SideEffects;
 import dev.leasehold.jdbc.Database;
 import dev.leasehold.spi.LeaseStore;
+import dev.leasehold.spring.retry.JdbcRetryQueue;
+import dev.leasehold.spring.retry.RabbitRetryQueue;
+import dev.leasehold.spring.retry.RetryQueue;
 import dev.leasehold.spring.schema.LeaseholdFlywayMigration;
 import dev.leasehold.spring.schema.LeaseholdScriptInitializer;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -50,6 +53,7 @@ import org.springframework.core.Ordered;
             "org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration",
             "org.springframework.boot.data.redis.autoconfigure.DataRedisAutoConfiguration",
             "org.springframework.boot.flyway.autoconfigure.FlywayAutoConfiguration",
+            "org.springframework.boot.amqp.autoconfigure.RabbitAutoConfiguration",
             "org.springframework.boot.jackson2.autoconfigure.Jackson2AutoConfiguration",
             "org.springframework.boot.micrometer.metrics.autoconfigure.CompositeMeterRegistryAutoConfiguration"
         })
@@ -183,28 +187,72 @@ public class LeaseholdAutoConfiguration {
         }
     }
 
-    /** Delayed retries in the SQL database. */
+    /**
+     * Delayed retries (S2.10): a {@link RetryQueue} on RabbitMQ or in the database, and the retries
+     * over it. Delivery starts only when a bean has a RETRY_LATER method or {@code
+     * leasehold.retry.enabled=true}.
+     */
     @Configuration(proxyBeanMethods = false)
-    @ConditionalOnClass(name = "dev.leasehold.jdbc.JdbcLeaseStore")
-    @ConditionalOnBean(DataSource.class)
-    static class JdbcRetryConfiguration {
+    @ConditionalOnClass(name = "com.fasterxml.jackson.databind.ObjectMapper")
+    @ConditionalOnProperty(prefix = "leasehold.retry", name = "enabled", havingValue = "true", matchIfMissing = true)
+    static class RetryConfiguration {
+
+        /** The RabbitMQ retry queue over the application's connection factory, with publisher confirms. */
+        @Configuration(proxyBeanMethods = false)
+        @ConditionalOnClass(name = "org.springframework.amqp.rabbit.connection.ConnectionFactory")
+        @ConditionalOnBean(type = "org.springframework.amqp.rabbit.connection.ConnectionFactory")
+        @Conditional(RetryQueueConditions.Rabbit.class)
+        static class RabbitQueue {
+
+            @Bean(destroyMethod = "stop")
+            @ConditionalOnMissingBean(RetryQueue.class)
+            RabbitRetryQueue leaseholdRabbitRetryQueue(
+                    org.springframework.amqp.rabbit.connection.ConnectionFactory connectionFactory,
+                    LeaseholdProperties properties) {
+                return new RabbitRetryQueue(
+                        RabbitConfirms.confirming(connectionFactory),
+                        properties.getRetry().getRabbitQueuePrefix(),
+                        properties.getRetry().getInitialDelay(),
+                        java.time.Duration.ofSeconds(10));
+            }
+        }
+
+        @Configuration(proxyBeanMethods = false)
+        @ConditionalOnClass(name = "dev.leasehold.jdbc.JdbcLeaseStore")
+        @ConditionalOnBean(DataSource.class)
+        @Conditional(RetryQueueConditions.Jdbc.class)
+        static class JdbcQueue {
+
+            @Bean
+            @ConditionalOnMissingBean(RetryQueue.class)
+            @DependsOnDatabaseInitialization
+            JdbcRetryQueue leaseholdJdbcRetryQueue(DataSource dataSource, LeaseholdProperties properties)
+                    throws SQLException {
+                LeaseholdProperties.Retry retry = properties.getRetry();
+                return new JdbcRetryQueue(
+                        dataSource,
+                        Database.detect(dataSource),
+                        retry.getPollInterval(),
+                        retry.getClaimTimeout(),
+                        retry.getInitialDelay());
+            }
+        }
 
         @Bean
+        @ConditionalOnBean(RetryQueue.class)
         @ConditionalOnMissingBean
-        @ConditionalOnClass(ObjectMapper.class)
-        @DependsOnDatabaseInitialization
         DelayedRetries leaseholdDelayedRetries(
-                DataSource dataSource,
+                RetryQueue queue,
                 ApplicationContext context,
                 ObjectProvider<ObjectMapper> mapper,
                 LeaseholdProperties properties,
                 ObjectProvider<LeaseholdMetrics> metrics) {
             return new DelayedRetries(
-                    dataSource,
-                    Database.detect(dataSource),
+                    queue,
                     context,
                     mapper.getIfAvailable(DefaultMapper::mapper),
                     properties.getRetry(),
+                    RetryLedgers.of(context),
                     outcome -> {
                         LeaseholdMetrics m = metrics.getIfAvailable();
                         if (m != null) {

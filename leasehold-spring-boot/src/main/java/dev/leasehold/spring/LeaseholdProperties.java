@@ -288,14 +288,51 @@ public class LeaseholdProperties {
 
     /** Delayed retries of background {@code @Locked(onBusy = RETRY_LATER)} calls. */
     public static class Retry {
-        /** How often due retries are looked for. */
+        /**
+         * Whether retries are delivered: unset to deliver only when some bean has a RETRY_LATER
+         * method (no polling otherwise), true to always deliver, false to never (RETRY_LATER then fails).
+         */
+        private Boolean enabled;
+        /** Where retries wait: auto (RabbitMQ when Spring AMQP and a connection factory are present, else the database), jdbc or rabbit. */
+        private Queue queue = Queue.AUTO;
+        /** How often the database queue looks for due retries. */
         private Duration pollInterval = Duration.ofSeconds(1);
         /** The delay before the first retry; doubled for every further one. */
         private Duration initialDelay = Duration.ofSeconds(2);
         /** The longest delay between retries. */
         private Duration maxDelay = Duration.ofMinutes(5);
-        /** After this many busy attempts the retry is parked as FAILED for an operator. */
+        /** After this many busy attempts the retry is parked for an operator. */
         private int maxAttempts = 20;
+        /** After how long a retry claimed by an instance that died is delivered again (database queue). */
+        private Duration claimTimeout = Duration.ofMinutes(5);
+        /** The prefix of the RabbitMQ queues ({@code <prefix>.due}, {@code <prefix>.parked}, {@code <prefix>.delay.<ms>}). */
+        private String rabbitQueuePrefix = "leasehold.retry";
+
+        /** Where retries wait. */
+        public enum Queue {
+            /** RabbitMQ when Spring AMQP and a connection factory are present, else the database. */
+            AUTO,
+            /** The {@code leasehold_retry} table. */
+            JDBC,
+            /** RabbitMQ queues with per-queue TTL and dead-lettering. */
+            RABBIT
+        }
+
+        public Boolean getEnabled() {
+            return enabled;
+        }
+
+        public void setEnabled(Boolean enabled) {
+            this.enabled = enabled;
+        }
+
+        public Queue getQueue() {
+            return queue;
+        }
+
+        public void setQueue(Queue queue) {
+            this.queue = queue;
+        }
 
         public Duration getPollInterval() {
             return pollInterval;
@@ -327,6 +364,22 @@ public class LeaseholdProperties {
 
         public void setMaxAttempts(int maxAttempts) {
             this.maxAttempts = maxAttempts;
+        }
+
+        public Duration getClaimTimeout() {
+            return claimTimeout;
+        }
+
+        public void setClaimTimeout(Duration claimTimeout) {
+            this.claimTimeout = claimTimeout;
+        }
+
+        public String getRabbitQueuePrefix() {
+            return rabbitQueuePrefix;
+        }
+
+        public void setRabbitQueuePrefix(String rabbitQueuePrefix) {
+            this.rabbitQueuePrefix = rabbitQueuePrefix;
         }
     }
 

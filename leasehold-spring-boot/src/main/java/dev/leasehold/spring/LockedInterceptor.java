@@ -84,12 +84,16 @@ final class LockedInterceptor implements MethodInterceptor {
             DelayedRetries delayed = locked.onBusy() == Locked.OnBusy.RETRY_LATER ? retries.get() : null;
             if (locked.onBusy() == Locked.OnBusy.RETRY_LATER && delayed == null) {
                 throw new IllegalStateException(
-                        "@Locked(onBusy = RETRY_LATER) needs a DataSource for its durable"
-                                + " retry table; none is configured",
+                        "@Locked(onBusy = RETRY_LATER) needs a retry queue (a DataSource, or Spring AMQP with a"
+                                + " RabbitMQ connection factory) and leasehold.retry.enabled not false",
                         busy);
             }
             if (delayed != null && !delayed.replaying()) {
-                delayed.schedule(invocation, specific, targetClass, busy);
+                String retryKey = locked.retryKey().isEmpty()
+                        ? null
+                        : KeyExpressions.text(expressions.value(
+                                locked.retryKey(), expressions.context(specific, invocation.getArguments())));
+                delayed.schedule(invocation, specific, targetClass, busy, retryKey);
                 return null;
             }
             throw message(locked, busy);

@@ -50,6 +50,7 @@ import org.springframework.test.web.servlet.MvcResult;
             "management.endpoints.web.exposure.include=leasehold,leaseholdmode,health",
             "leasehold.jdbc.initialize-schema=always",
             "spring.flyway.enabled=false",
+            "leasehold.jdbc.flyway.enabled=false",
             "leasehold.retry.poll-interval=200ms",
             "leasehold.retry.initial-delay=300ms",
             "leasehold.lock.lease-time=5s",
