@@ -15,6 +15,7 @@ import dev.leasehold.spring.retry.RetryQueue;
 import dev.leasehold.spring.schema.LeaseholdFlywayMigration;
 import dev.leasehold.spring.schema.LeaseholdScriptInitializer;
 import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.observation.ObservationRegistry;
 import java.sql.SQLException;
 import javax.sql.DataSource;
 import org.springframework.aop.Advisor;
@@ -34,6 +35,7 @@ import org.springframework.boot.sql.init.DatabaseInitializationMode;
 import org.springframework.boot.sql.init.dependency.DatabaseInitializationDependencyConfigurer;
 import org.springframework.boot.sql.init.dependency.DependsOnDatabaseInitialization;
 import org.springframework.context.ApplicationContext;
+import org.springframework.context.ApplicationEventPublisher;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Conditional;
 import org.springframework.context.annotation.Configuration;
@@ -91,6 +93,12 @@ public class LeaseholdAutoConfiguration {
 
     @Bean
     @ConditionalOnMissingBean
+    LeaseholdObservations leaseholdObservations(ObjectProvider<ObservationRegistry> registry) {
+        return new LeaseholdObservations(registry.getIfAvailable(() -> ObservationRegistry.NOOP));
+    }
+
+    @Bean
+    @ConditionalOnMissingBean
     @ConditionalOnProperty(prefix = "leasehold.audit", name = "enabled", matchIfMissing = true)
     AuditLog leaseholdAuditLog() {
         return new AuditLog();
@@ -117,7 +125,8 @@ public class LeaseholdAutoConfiguration {
             ObjectProvider<LeaseholdProperties> properties,
             ObjectProvider<LockModeSwitch> mode,
             ObjectProvider<LeaseholdMetrics> metrics,
-            ObjectProvider<DelayedRetries> retries) {
+            ObjectProvider<DelayedRetries> retries,
+            ObjectProvider<LeaseholdObservations> observations) {
         LazyInterceptor<LockedInterceptor> interceptor = new LazyInterceptor<>(() -> new LockedInterceptor(
                 locks::getObject,
                 properties.getObject(),
@@ -128,7 +137,8 @@ public class LeaseholdAutoConfiguration {
                         m.bypassed(namespace);
                     }
                 },
-                retries::getIfAvailable));
+                retries::getIfAvailable,
+                observations.getIfAvailable(() -> new LeaseholdObservations(ObservationRegistry.NOOP))));
         DefaultPointcutAdvisor advisor =
                 new DefaultPointcutAdvisor(AnnotationMatchingPointcut.forMethodAnnotation(Locked.class), interceptor);
         advisor.setOrder(LOCKED_ORDER);
@@ -354,14 +364,19 @@ public class LeaseholdAutoConfiguration {
         @Bean
         @ConditionalOnMissingBean
         LeaseholdEndpoint leaseholdEndpoint(
-                LockService locks, LeaseStore store, LockModeSwitch mode, LeaseholdProperties properties) {
-            return new LeaseholdEndpoint(locks, store, mode, properties);
+                LockService locks,
+                LeaseStore store,
+                LockModeSwitch mode,
+                LeaseholdProperties properties,
+                ApplicationEventPublisher events) {
+            return new LeaseholdEndpoint(locks, store, mode, properties, new AdminAudit(events));
         }
 
         @Bean
         @ConditionalOnMissingBean
-        LeaseholdModeEndpoint leaseholdModeEndpoint(LockModeSwitch mode, LeaseholdProperties properties) {
-            return new LeaseholdModeEndpoint(mode, properties);
+        LeaseholdModeEndpoint leaseholdModeEndpoint(
+                LockModeSwitch mode, LeaseholdProperties properties, ApplicationEventPublisher events) {
+            return new LeaseholdModeEndpoint(mode, properties, new AdminAudit(events));
         }
     }
 

@@ -6,6 +6,7 @@ import dev.leasehold.LeaseOptions;
 import dev.leasehold.LockBusyException;
 import dev.leasehold.LockKey;
 import dev.leasehold.LockService;
+import io.micrometer.observation.Observation;
 import java.lang.reflect.Method;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -40,6 +41,7 @@ final class LockedInterceptor implements MethodInterceptor {
     private final KeyExpressions expressions = new KeyExpressions();
     private final Consumer<String> bypassCounter;
     private final Supplier<DelayedRetries> retries;
+    private final LeaseholdObservations observations;
 
     /** Services are looked up on first use, so the advisor does not create them early. */
     LockedInterceptor(
@@ -47,12 +49,14 @@ final class LockedInterceptor implements MethodInterceptor {
             LeaseholdProperties properties,
             Supplier<LockModeSwitch> mode,
             Consumer<String> bypassCounter,
-            Supplier<DelayedRetries> retries) {
+            Supplier<DelayedRetries> retries,
+            LeaseholdObservations observations) {
         this.locks = locks;
         this.properties = properties;
         this.mode = mode;
         this.bypassCounter = bypassCounter;
         this.retries = retries;
+        this.observations = observations;
     }
 
     @Override
@@ -77,10 +81,13 @@ final class LockedInterceptor implements MethodInterceptor {
                 .waitFor(duration(locked.waitFor(), properties.getLock().getWaitTime()))
                 .build();
         AutoCloseable held;
+        Observation acquire = observations.startAcquire(keys);
         try {
             LockService service = locks.get();
             held = keys.size() == 1 ? service.acquire(keys.get(0), options) : service.acquireAll(keys, options);
+            LeaseholdObservations.outcome(acquire, "acquired");
         } catch (LockBusyException busy) {
+            LeaseholdObservations.outcome(acquire, "busy");
             DelayedRetries delayed = locked.onBusy() == Locked.OnBusy.RETRY_LATER ? retries.get() : null;
             if (locked.onBusy() == Locked.OnBusy.RETRY_LATER && delayed == null) {
                 throw new IllegalStateException(
@@ -97,11 +104,29 @@ final class LockedInterceptor implements MethodInterceptor {
                 return null;
             }
             throw message(locked, busy);
+        } catch (RuntimeException e) {
+            LeaseholdObservations.outcome(acquire, "error").error(e);
+            throw e;
+        } finally {
+            acquire.stop();
         }
+        Observation hold = observations.startHold(keys);
+        AutoCloseable observed = () -> {
+            try {
+                close(held);
+            } finally {
+                hold.stop();
+            }
+        };
+        Observation.Scope scope = hold.openScope();
         try {
             return invocation.proceed();
+        } catch (Throwable t) {
+            hold.error(t);
+            throw t;
         } finally {
-            releaseAfterTransaction(held);
+            scope.close();
+            releaseAfterTransaction(observed);
         }
     }
 
