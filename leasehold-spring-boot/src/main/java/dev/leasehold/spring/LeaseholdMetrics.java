@@ -36,7 +36,7 @@ public final class LeaseholdMetrics implements LeaseListener {
         String namespace = event.key().namespace();
         String backend = event.store();
         switch (event.type()) {
-            case ACQUIRED ->
+            case ACQUIRED, BUSY ->
                 timer(
                                 LeaseholdMetricNames.LOCK_WAIT,
                                 "How long callers waited for a lease; outcome busy counts the conflicts",
@@ -45,18 +45,7 @@ public final class LeaseholdMetrics implements LeaseListener {
                                 "backend",
                                 backend,
                                 "outcome",
-                                "acquired")
-                        .record(event.waited());
-            case BUSY ->
-                timer(
-                                LeaseholdMetricNames.LOCK_WAIT,
-                                "How long callers waited for a lease; outcome busy counts the conflicts",
-                                "namespace",
-                                namespace,
-                                "backend",
-                                backend,
-                                "outcome",
-                                "busy")
+                                event.type() == dev.leasehold.LeaseEventType.BUSY ? "busy" : "acquired")
                         .record(event.waited());
             case RELEASED ->
                 timer(
