@@ -21,6 +21,7 @@ import javax.sql.DataSource;
 import org.springframework.aop.Advisor;
 import org.springframework.aop.support.DefaultPointcutAdvisor;
 import org.springframework.aop.support.annotation.AnnotationMatchingPointcut;
+import org.springframework.beans.factory.ListableBeanFactory;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.beans.factory.config.BeanDefinition;
 import org.springframework.boot.actuate.endpoint.annotation.Endpoint;
@@ -42,6 +43,7 @@ import org.springframework.context.annotation.Configuration;
 import org.springframework.context.annotation.Import;
 import org.springframework.context.annotation.Role;
 import org.springframework.core.Ordered;
+import org.springframework.core.env.Environment;
 
 /**
  * Leasehold for Spring Boot: a {@link LeaseStore} for {@code leasehold.backend}, a {@link
@@ -126,7 +128,8 @@ public class LeaseholdAutoConfiguration {
             ObjectProvider<LockModeSwitch> mode,
             ObjectProvider<LeaseholdMetrics> metrics,
             ObjectProvider<DelayedRetries> retries,
-            ObjectProvider<LeaseholdObservations> observations) {
+            ObjectProvider<LeaseholdObservations> observations,
+            Environment environment) {
         LazyInterceptor<LockedInterceptor> interceptor = new LazyInterceptor<>(() -> new LockedInterceptor(
                 locks::getObject,
                 properties.getObject(),
@@ -141,8 +144,17 @@ public class LeaseholdAutoConfiguration {
                 observations.getIfAvailable(() -> new LeaseholdObservations(ObservationRegistry.NOOP))));
         DefaultPointcutAdvisor advisor =
                 new DefaultPointcutAdvisor(AnnotationMatchingPointcut.forMethodAnnotation(Locked.class), interceptor);
-        advisor.setOrder(LOCKED_ORDER);
+        advisor.setOrder(lockedOrder(environment));
         return advisor;
+    }
+
+    private static int lockedOrder(Environment environment) {
+        return environment.getProperty("leasehold.lock.advisor-order", Integer.class, LOCKED_ORDER);
+    }
+
+    @Bean
+    static LockedMethodsCheck leaseholdLockedMethodsCheck(ListableBeanFactory beans, Environment environment) {
+        return new LockedMethodsCheck(beans, lockedOrder(environment));
     }
 
     /**
@@ -377,6 +389,19 @@ public class LeaseholdAutoConfiguration {
         LeaseholdModeEndpoint leaseholdModeEndpoint(
                 LockModeSwitch mode, LeaseholdProperties properties, ApplicationEventPublisher events) {
             return new LeaseholdModeEndpoint(mode, properties, new AdminAudit(events));
+        }
+    }
+
+    /** The lease-store health indicator, with Spring Boot's health module. */
+    @Configuration(proxyBeanMethods = false)
+    @ConditionalOnClass(name = "org.springframework.boot.health.contributor.HealthIndicator")
+    @ConditionalOnProperty(prefix = "management.health.leasehold", name = "enabled", matchIfMissing = true)
+    static class HealthConfiguration {
+
+        @Bean(name = "leaseholdHealthIndicator")
+        @ConditionalOnMissingBean(name = "leaseholdHealthIndicator")
+        LeaseStoreHealthIndicator leaseholdHealthIndicator(LeaseStore store, LeaseholdProperties properties) {
+            return new LeaseStoreHealthIndicator(store, properties.getHealth().getTimeout());
         }
     }
 

@@ -70,6 +70,14 @@ final class LockedInterceptor implements MethodInterceptor {
         if (locked == null) {
             return invocation.proceed();
         }
+        if (LockedMethodsCheck.isAsync(specific.getReturnType())) {
+            // Normally refused at startup; a bean created later is refused here, before anything is locked.
+            throw new IllegalStateException(
+                    "@Locked cannot protect " + specific.getDeclaringClass().getSimpleName() + "."
+                            + specific.getName() + ": it returns "
+                            + specific.getReturnType().getSimpleName()
+                            + " and the lease would be released before the asynchronous work runs");
+        }
         List<LockKey> keys = keys(locked, specific, invocation.getArguments());
         if (mode.get().bypassed()) {
             bypassCounter.accept(locked.namespace());

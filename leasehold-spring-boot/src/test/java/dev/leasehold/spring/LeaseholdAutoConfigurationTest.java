@@ -34,8 +34,19 @@ class LeaseholdAutoConfigurationTest {
                     "spring.datasource.url=jdbc:h2:mem:autoconfig-" + System.nanoTime() + ";DB_CLOSE_DELAY=-1");
 
     @Test
-    void withoutDataSourceOrRedisLeasesLiveInMemory() {
+    void backendAutoNeverFallsBackToMemory() {
         runner.run(context -> {
+            assertThat(context).hasFailed();
+            assertThat(context.getStartupFailure())
+                    .rootCause()
+                    .hasMessageContaining("leasehold.backend=auto found no lease store")
+                    .hasMessageContaining("leasehold.backend=memory");
+        });
+    }
+
+    @Test
+    void backendMemoryKeepsLeasesInThisJvmWhenAskedFor() {
+        runner.withPropertyValues("leasehold.backend=memory").run(context -> {
             assertThat(context).hasSingleBean(LeaseStore.class).hasSingleBean(LockService.class);
             assertThat(context.getBean(LeaseStore.class)).isInstanceOf(InMemoryLeaseStore.class);
             assertThat(context).hasSingleBean(LockModeSwitch.class).hasSingleBean(AuditLog.class);
@@ -118,9 +129,11 @@ class LeaseholdAutoConfigurationTest {
             assertThat(context).hasSingleBean(LockService.class);
         });
         LockService myLocks = LockService.builder(new InMemoryLeaseStore()).build();
-        runner.withBean(LockService.class, () -> myLocks)
+        runner.withPropertyValues("leasehold.backend=memory")
+                .withBean(LockService.class, () -> myLocks)
                 .run(context -> assertThat(context.getBean(LockService.class)).isSameAs(myLocks));
-        runner.withBean(LockModeSwitch.class, () -> new LockModeSwitch(LeaseholdProperties.Mode.BYPASS))
+        runner.withPropertyValues("leasehold.backend=memory")
+                .withBean(LockModeSwitch.class, () -> new LockModeSwitch(LeaseholdProperties.Mode.BYPASS))
                 .run(context -> assertThat(context.getBean(LockModeSwitch.class).bypassed())
                         .isTrue());
     }
@@ -128,6 +141,7 @@ class LeaseholdAutoConfigurationTest {
     @Test
     void switchesAndMetricsFollowTheirProperties() {
         runner.withPropertyValues(
+                        "leasehold.backend=memory",
                         "leasehold.audit.enabled=false",
                         "leasehold.stale-scan.enabled=false",
                         "leasehold.lock.mode=bypass")
@@ -135,7 +149,8 @@ class LeaseholdAutoConfigurationTest {
                     assertThat(context).doesNotHaveBean(AuditLog.class).doesNotHaveBean(StaleLeaseScan.class);
                     assertThat(context.getBean(LockModeSwitch.class).bypassed()).isTrue();
                 });
-        runner.withBean(MeterRegistry.class, SimpleMeterRegistry::new)
+        runner.withPropertyValues("leasehold.backend=memory")
+                .withBean(MeterRegistry.class, SimpleMeterRegistry::new)
                 .run(context -> assertThat(context).hasSingleBean(LeaseholdMetrics.class));
     }
 
