@@ -92,10 +92,11 @@ class ChatPageBrowserTest {
         Lease held = holdSession();
         try {
             Chromium.type(browser, "taxi 17");
-            wait.until(ExpectedConditions.attributeToBe(By.id("status"), "data-state", "retrying"));
-            String id = String.valueOf(Chromium.script(browser, "return state.pending.id"));
+            wait.until(ExpectedConditions.textToBePresentInElementLocated(
+                    By.id("status"), "previous message still processing"));
             wait.until(ExpectedConditions.attributeToBe(By.id("status"), "data-state", "gave-up"));
             assertThat(browser.findElement(By.id("send")).getText()).isEqualTo("Send again");
+            String id = String.valueOf(Chromium.script(browser, "return state.pending.id"));
             // Each refused attempt claimed the request once: one first try and 5 retries, then no more.
             await().during(Duration.ofSeconds(2)).atMost(Duration.ofSeconds(5)).until(() -> attempts(id) == 6);
             held.close();
