@@ -470,7 +470,7 @@ final class LeaseEngine implements LockService {
                 if (!queue.subscribeTried) {
                     queue.subscribeTried = true;
                     try {
-                        queue.subscription = store.subscribe(key, () -> signalReleased(key));
+                        queue.subscription = store.subscribe(key, notice -> signalReleased(key));
                     } catch (RuntimeException e) {
                         log.warn("could not subscribe to releases of {}; waiters poll instead", key, e);
                     }

@@ -6,6 +6,7 @@ import dev.leasehold.Ticker;
 import dev.leasehold.spi.AcquireResult;
 import dev.leasehold.spi.Grant;
 import dev.leasehold.spi.LeaseStore;
+import dev.leasehold.spi.ReleaseNotice;
 import dev.leasehold.spi.ReleaseSubscription;
 import java.time.Clock;
 import java.time.Duration;
@@ -15,6 +16,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.Consumer;
 
 /**
  * A {@link LeaseStore} inside one JVM: the reference behaviour of the SPI, used by unit tests and by
@@ -32,6 +34,7 @@ public final class InMemoryLeaseStore implements LeaseStore {
     private final AtomicLong fences = new AtomicLong();
     private final ConcurrentHashMap<String, Entry> leases = new ConcurrentHashMap<>();
     private final ConcurrentHashMap<String, CopyOnWriteArrayList<Subscription>> subscribers = new ConcurrentHashMap<>();
+    private final CopyOnWriteArrayList<Subscription> forceSubscribers = new CopyOnWriteArrayList<>();
 
     private record Entry(String owner, long fence, long expiresAtNanos) {}
 
@@ -92,7 +95,7 @@ public final class InMemoryLeaseStore implements LeaseStore {
     @Override
     public boolean release(LockKey key, String owner) {
         checkKeyAndOwner(key, owner);
-        boolean[] released = new boolean[1];
+        long[] released = new long[1];
         leases.computeIfPresent(key.render(), (k, current) -> {
             if (expired(current, ticker.nanos())) {
                 return null;
@@ -100,13 +103,13 @@ public final class InMemoryLeaseStore implements LeaseStore {
             if (!current.owner().equals(owner)) {
                 return current;
             }
-            released[0] = true;
+            released[0] = current.fence();
             return null;
         });
-        if (released[0]) {
-            notifySubscribers(key);
+        if (released[0] != 0) {
+            notifySubscribers(new ReleaseNotice(key.render(), released[0], false));
         }
-        return released[0];
+        return released[0] != 0;
     }
 
     @Override
@@ -140,8 +143,11 @@ public final class InMemoryLeaseStore implements LeaseStore {
     public boolean forceRelease(LockKey key) {
         Objects.requireNonNull(key, "key is missing (null)");
         Entry removed = leases.remove(key.render());
-        notifySubscribers(key);
-        return removed != null && !expired(removed, ticker.nanos());
+        boolean live = removed != null && !expired(removed, ticker.nanos());
+        ReleaseNotice notice = new ReleaseNotice(key.render(), live ? removed.fence() : 0, true);
+        notifySubscribers(notice);
+        forceSubscribers.forEach(s -> s.onRelease.accept(notice));
+        return live;
     }
 
     @Override
@@ -150,7 +156,7 @@ public final class InMemoryLeaseStore implements LeaseStore {
     }
 
     @Override
-    public ReleaseSubscription subscribe(LockKey key, Runnable onRelease) {
+    public ReleaseSubscription subscribe(LockKey key, Consumer<ReleaseNotice> onRelease) {
         Objects.requireNonNull(key, "key is missing (null)");
         Subscription subscription = new Subscription(key.render(), Objects.requireNonNull(onRelease, "onRelease"));
         subscribers.compute(key.render(), (k, list) -> {
@@ -162,14 +168,21 @@ public final class InMemoryLeaseStore implements LeaseStore {
     }
 
     @Override
+    public ReleaseSubscription subscribeForceReleases(Consumer<ReleaseNotice> onForceRelease) {
+        Subscription subscription = new Subscription(null, Objects.requireNonNull(onForceRelease, "onForceRelease"));
+        forceSubscribers.add(subscription);
+        return subscription;
+    }
+
+    @Override
     public String name() {
         return "memory";
     }
 
-    private void notifySubscribers(LockKey key) {
-        CopyOnWriteArrayList<Subscription> list = subscribers.get(key.render());
+    private void notifySubscribers(ReleaseNotice notice) {
+        CopyOnWriteArrayList<Subscription> list = subscribers.get(notice.key());
         if (list != null) {
-            list.forEach(s -> s.onRelease.run());
+            list.forEach(s -> s.onRelease.accept(notice));
         }
     }
 
@@ -198,16 +211,20 @@ public final class InMemoryLeaseStore implements LeaseStore {
     }
 
     private final class Subscription implements ReleaseSubscription {
-        private final String key;
-        private final Runnable onRelease;
+        private final String key; // null: a force-release subscription
+        private final Consumer<ReleaseNotice> onRelease;
 
-        Subscription(String key, Runnable onRelease) {
+        Subscription(String key, Consumer<ReleaseNotice> onRelease) {
             this.key = key;
             this.onRelease = onRelease;
         }
 
         @Override
         public void close() {
+            if (key == null) {
+                forceSubscribers.remove(this);
+                return;
+            }
             subscribers.computeIfPresent(key, (k, list) -> {
                 list.remove(this);
                 return list.isEmpty() ? null : list;

@@ -4,6 +4,7 @@ import dev.leasehold.LeaseInfo;
 import dev.leasehold.LockKey;
 import java.time.Duration;
 import java.util.Optional;
+import java.util.function.Consumer;
 
 /**
  * The backend SPI: where leases live. Every operation is ONE atomic operation against the backend
@@ -70,7 +71,10 @@ public interface LeaseStore extends AutoCloseable {
         throw new UnsupportedOperationException(name() + " cannot list leases");
     }
 
-    /** Whether {@link #subscribe} is supported: releases are pushed rather than polled for. */
+    /**
+     * Whether {@link #subscribe} and {@link #subscribeForceReleases} are supported: releases are
+     * pushed rather than polled for.
+     */
     default boolean supportsReleaseNotifications() {
         return false;
     }
@@ -79,11 +83,24 @@ public interface LeaseStore extends AutoCloseable {
      * Calls {@code onRelease} whenever the key is released or force-released, from any process,
      * until the subscription is closed. Returns once the subscription is active, so a release that
      * happens after the return is never missed. Several subscriptions to one key are independent.
-     * The callback must be fast; it may run on a store thread.
+     *
+     * <p>The callback may run on the store client's I/O thread: it must not block, call the store,
+     * or take a lock that a thread calling the store may hold. Hand work off instead.
      *
      * @throws UnsupportedOperationException if {@link #supportsReleaseNotifications()} is false
      */
-    default ReleaseSubscription subscribe(LockKey key, Runnable onRelease) {
+    default ReleaseSubscription subscribe(LockKey key, Consumer<ReleaseNotice> onRelease) {
+        throw new UnsupportedOperationException(name() + " does not push release notifications");
+    }
+
+    /**
+     * Calls {@code onForceRelease} for every force-release of any key of this store, from any
+     * process, until the subscription is closed, so that a holder anywhere learns its grant was
+     * removed by an operator. Same callback rules as {@link #subscribe}.
+     *
+     * @throws UnsupportedOperationException if {@link #supportsReleaseNotifications()} is false
+     */
+    default ReleaseSubscription subscribeForceReleases(Consumer<ReleaseNotice> onForceRelease) {
         throw new UnsupportedOperationException(name() + " does not push release notifications");
     }
 

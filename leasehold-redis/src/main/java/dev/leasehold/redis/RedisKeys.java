@@ -10,6 +10,7 @@ import dev.leasehold.LockKey;
  * {prefix}{borrow:t42:B1}           lease hash {owner, fence}, with the lease's TTL
  * {prefix}{borrow:t42:B1}:fence     fence counter, no TTL
  * {prefix}{borrow:t42:B1}:released  pub/sub channel for wake-ups
+ * {prefix}force-released            pub/sub channel of every force-release, for holders anywhere
  * </pre>
  *
  * {@link LockKey} forbids braces in its parts, so the tag is exactly the rendered key.
@@ -32,5 +33,9 @@ final class RedisKeys {
 
     String channel(LockKey key) {
         return lease(key) + ":released";
+    }
+
+    String forceReleaseChannel() {
+        return prefix + "force-released";
     }
 }

@@ -6,6 +6,7 @@ import dev.leasehold.LockKey;
 import dev.leasehold.spi.AcquireResult;
 import dev.leasehold.spi.Grant;
 import dev.leasehold.spi.LeaseStore;
+import dev.leasehold.spi.ReleaseNotice;
 import dev.leasehold.spi.ReleaseSubscription;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.RedisException;
@@ -30,6 +31,8 @@ import java.util.TreeSet;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Consumer;
+import java.util.function.Function;
 import java.util.function.Supplier;
 import java.util.regex.Pattern;
 import org.slf4j.Logger;
@@ -224,7 +227,12 @@ public final class RedisLeaseStore implements LeaseStore {
                 "force-release",
                 key,
                 () -> FORCE_RELEASE.run(
-                        redis, ScriptOutputType.INTEGER, new String[] {keys.lease(key)}, keys.channel(key)));
+                        redis,
+                        ScriptOutputType.INTEGER,
+                        new String[] {keys.lease(key)},
+                        keys.channel(key),
+                        keys.forceReleaseChannel(),
+                        key.render()));
         return deleted != null && deleted == 1;
     }
 
@@ -234,11 +242,43 @@ public final class RedisLeaseStore implements LeaseStore {
     }
 
     @Override
-    public ReleaseSubscription subscribe(LockKey key, Runnable onRelease) {
+    public ReleaseSubscription subscribe(LockKey key, Consumer<ReleaseNotice> onRelease) {
         Objects.requireNonNull(key, "key is missing (null)");
         Objects.requireNonNull(onRelease, "onRelease is missing (null)");
-        String channel = keys.channel(key);
-        Subscription subscription = new Subscription(channel, onRelease);
+        String rendered = key.render();
+        return subscribe(keys.channel(key), rendered, message -> keyNotice(rendered, message), onRelease);
+    }
+
+    /** Every force-release of this store's keys, from the store-wide channel. */
+    @Override
+    public ReleaseSubscription subscribeForceReleases(Consumer<ReleaseNotice> onForceRelease) {
+        Objects.requireNonNull(onForceRelease, "onForceRelease is missing (null)");
+        return subscribe(keys.forceReleaseChannel(), "(force-releases)", RedisLeaseStore::forceNotice, onForceRelease);
+    }
+
+    /** A key channel's message: {@code r:<fence>} for a release, {@code f:<fence>} for a force-release. */
+    private static ReleaseNotice keyNotice(String key, String message) {
+        boolean forced = message.startsWith("f:");
+        return new ReleaseNotice(key, parseFence(message.substring(message.indexOf(':') + 1)), forced);
+    }
+
+    /** The store-wide channel's message: {@code <fence>:<rendered key>}. */
+    private static ReleaseNotice forceNotice(String message) {
+        int colon = message.indexOf(':');
+        return new ReleaseNotice(message.substring(colon + 1), parseFence(message.substring(0, colon)), true);
+    }
+
+    private static long parseFence(String text) {
+        try {
+            return Math.max(0, Long.parseLong(text));
+        } catch (NumberFormatException e) {
+            return 0;
+        }
+    }
+
+    private ReleaseSubscription subscribe(
+            String channel, String what, Function<String, ReleaseNotice> decoder, Consumer<ReleaseNotice> onRelease) {
+        Subscription subscription = new Subscription(channel, decoder, onRelease);
         subscriptions.lock();
         try {
             CopyOnWriteArrayList<Subscription> list =
@@ -252,7 +292,7 @@ public final class RedisLeaseStore implements LeaseStore {
                 } catch (RedisException e) {
                     list.remove(subscription);
                     byChannel.remove(channel, list);
-                    throw new LeaseStoreException("subscribe to releases", key.render(), e);
+                    throw new LeaseStoreException("subscribe to releases", what, e);
                 }
             }
         } finally {
@@ -269,7 +309,7 @@ public final class RedisLeaseStore implements LeaseStore {
                 public void message(String channel, String message) {
                     CopyOnWriteArrayList<Subscription> list = byChannel.get(channel);
                     if (list != null) {
-                        list.forEach(Subscription::fire);
+                        list.forEach(subscription -> subscription.fire(message));
                     }
                 }
             });
@@ -342,17 +382,19 @@ public final class RedisLeaseStore implements LeaseStore {
 
     private final class Subscription implements ReleaseSubscription {
         private final String channel;
-        private final Runnable onRelease;
+        private final Function<String, ReleaseNotice> decoder;
+        private final Consumer<ReleaseNotice> onRelease;
         private boolean closed; // guarded by subscriptions
 
-        Subscription(String channel, Runnable onRelease) {
+        Subscription(String channel, Function<String, ReleaseNotice> decoder, Consumer<ReleaseNotice> onRelease) {
             this.channel = channel;
+            this.decoder = decoder;
             this.onRelease = onRelease;
         }
 
-        void fire() {
+        void fire(String message) {
             try {
-                onRelease.run();
+                onRelease.accept(decoder.apply(message));
             } catch (RuntimeException e) {
                 log.warn("a release callback for {} failed", channel, e);
             }

@@ -6,6 +6,7 @@ import dev.leasehold.redis.RedisLeaseStore;
 import dev.leasehold.spi.AcquireResult;
 import dev.leasehold.spi.Grant;
 import dev.leasehold.spi.LeaseStore;
+import dev.leasehold.spi.ReleaseNotice;
 import dev.leasehold.spi.ReleaseSubscription;
 import io.lettuce.core.AbstractRedisClient;
 import io.lettuce.core.RedisClient;
@@ -13,6 +14,7 @@ import io.lettuce.core.cluster.RedisClusterClient;
 import java.time.Duration;
 import java.util.List;
 import java.util.Optional;
+import java.util.function.Consumer;
 import org.springframework.context.ApplicationContext;
 import org.springframework.util.ClassUtils;
 
@@ -108,8 +110,13 @@ final class RedisStores {
         }
 
         @Override
-        public ReleaseSubscription subscribe(LockKey key, Runnable onRelease) {
+        public ReleaseSubscription subscribe(LockKey key, Consumer<ReleaseNotice> onRelease) {
             return store.subscribe(key, onRelease);
+        }
+
+        @Override
+        public ReleaseSubscription subscribeForceReleases(Consumer<ReleaseNotice> onForceRelease) {
+            return store.subscribeForceReleases(onForceRelease);
         }
 
         @Override

@@ -18,12 +18,15 @@ import dev.leasehold.LockOwner;
 import dev.leasehold.LockService;
 import dev.leasehold.spi.AcquireResult;
 import dev.leasehold.spi.LeaseStore;
+import dev.leasehold.spi.ReleaseNotice;
+import dev.leasehold.spi.ReleaseSubscription;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
 import java.util.Optional;
 import java.util.UUID;
+import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
@@ -31,6 +34,7 @@ import java.util.concurrent.CyclicBarrier;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
@@ -596,6 +600,39 @@ public abstract class LeaseStoreConformance {
         LockService holderSide = service();
         LockService waiterSide = service(b -> b.maxPoll(Duration.ofSeconds(30)));
         assertWakeUp(holderSide, waiterSide);
+    }
+
+    @Test
+    void releaseNoticesNameTheEndedGrantAndForceReleasesReachEverySubscriber() throws Exception {
+        Assumptions.assumeTrue(store.supportsReleaseNotifications(), store.name() + " has no release notifications");
+        LockKey key = key("notice");
+        String rendered = key.render();
+        BlockingQueue<ReleaseNotice> ofKey = new LinkedBlockingQueue<>();
+        BlockingQueue<ReleaseNotice> forced = new LinkedBlockingQueue<>();
+        ReleaseSubscription keySubscription = store.subscribe(key, ofKey::add);
+        ReleaseSubscription forceSubscription = store.subscribeForceReleases(notice -> {
+            if (notice.key().equals(rendered)) {
+                forced.add(notice);
+            }
+        });
+        try {
+            long first = fenceOf(store.tryAcquire(key, "owner-one-0000000", Duration.ofSeconds(30)));
+            assertThat(store.release(key, "owner-one-0000000")).isTrue();
+            assertThat(ofKey.poll(5, TimeUnit.SECONDS)).isEqualTo(new ReleaseNotice(rendered, first, false));
+
+            long second = fenceOf(store.tryAcquire(key, "owner-two-0000000", Duration.ofSeconds(30)));
+            assertThat(store.forceRelease(key)).isTrue();
+            assertThat(ofKey.poll(5, TimeUnit.SECONDS)).isEqualTo(new ReleaseNotice(rendered, second, true));
+            assertThat(forced.poll(5, TimeUnit.SECONDS)).isEqualTo(new ReleaseNotice(rendered, second, true));
+
+            // A stranger's release changes nothing and announces nothing.
+            fenceOf(store.tryAcquire(key, "owner-three-00000", Duration.ofSeconds(30)));
+            assertThat(store.release(key, "owner-four-000000")).isFalse();
+            assertThat(ofKey.poll(200, TimeUnit.MILLISECONDS)).isNull();
+        } finally {
+            keySubscription.close();
+            forceSubscription.close();
+        }
     }
 
     private void assertWakeUp(LockService holderSide, LockService waiterSide) throws Exception {

@@ -6,9 +6,11 @@ import dev.leasehold.memory.InMemoryLeaseStore;
 import dev.leasehold.spi.AcquireResult;
 import dev.leasehold.spi.Grant;
 import dev.leasehold.spi.LeaseStore;
+import dev.leasehold.spi.ReleaseNotice;
 import dev.leasehold.spi.ReleaseSubscription;
 import java.time.Duration;
 import java.util.Optional;
+import java.util.function.Consumer;
 
 /**
  * Deliberately broken stores, each with one classic lock bug. They exist to prove the conformance
@@ -53,8 +55,13 @@ final class BrokenStores {
         }
 
         @Override
-        public ReleaseSubscription subscribe(LockKey key, Runnable onRelease) {
+        public ReleaseSubscription subscribe(LockKey key, Consumer<ReleaseNotice> onRelease) {
             return delegate.subscribe(key, onRelease);
+        }
+
+        @Override
+        public ReleaseSubscription subscribeForceReleases(Consumer<ReleaseNotice> onForceRelease) {
+            return delegate.subscribeForceReleases(onForceRelease);
         }
 
         @Override
