@@ -218,8 +218,9 @@ public class ChatService {
                 conversation.add(Model.Turn.tool(call.id(), result));
             }
         }
-        return "I could not finish within " + MAX_ROUNDS + " steps. Booked " + booked.size()
+        String unfinished = "I could not finish within " + MAX_ROUNDS + " steps. Booked " + booked.size()
                 + (booked.isEmpty() ? "." : ": " + String.join("; ", booked));
+        return unfinished.length() <= MAX_REPLY ? unfinished : unfinished.substring(0, MAX_REPLY - 1) + "…";
     }
 
     /**
