@@ -9,6 +9,7 @@ import dev.leasehold.LockKey;
 import dev.leasehold.LockOwner;
 import dev.leasehold.LockService;
 import java.time.Duration;
+import java.util.regex.Pattern;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -110,6 +111,33 @@ class ChatPageBrowserTest {
                 held.close();
             }
         }
+    }
+
+    @Test
+    void anAnswerLostToTheNetworkIsResentWithTheSameIdAndBookedOnce() {
+        // The message reaches the server and is booked, but the answer never reaches the page.
+        Chromium.script(browser, """
+                const real = window.fetch;
+                let cut = false;
+                window.fetch = (url, options) => {
+                  if (!cut && options && options.method === 'POST' && url.endsWith('/messages')) {
+                    cut = true;
+                    return real(url, options).then(() => { throw new TypeError('connection reset'); });
+                  }
+                  return real(url, options);
+                };
+                """);
+        Chromium.type(browser, "dinner 42.5");
+        wait.until(ExpectedConditions.textMatches(By.id("status"), Pattern.compile("(?i)network error")));
+        String id = String.valueOf(Chromium.script(browser, "return state.pending.id"));
+        assertThat(ChatHttp.booked(jdbc, id)).isEqualTo(1);
+
+        Chromium.type(browser, "dinner 42.5");
+        wait.until(ExpectedConditions.textToBePresentInElementLocated(By.id("chat"), "Booked 1"));
+        assertThat(ChatHttp.booked(jdbc, id))
+                .as("the resend replayed the answer")
+                .isEqualTo(1);
+        wait.until(ExpectedConditions.textToBePresentInElementLocated(By.id("transactions"), "42.50"));
     }
 
     private long attempts(String clientKey) {
