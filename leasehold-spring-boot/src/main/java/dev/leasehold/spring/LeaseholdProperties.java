@@ -204,8 +204,8 @@ public class LeaseholdProperties implements Validator {
         /** Whether waiters in one JVM are served in arrival order. */
         private boolean fair = true;
         /**
-         * Order of the {@code @Locked} advisor; it must run before (be lower than) the transaction
-         * advisor's, which startup checks.
+         * Order of the {@code @Locked} advisor (default {@code Ordered.HIGHEST_PRECEDENCE + 200}); it must
+         * run before (be lower than) the transaction advisor's, which startup checks.
          */
         private int advisorOrder = LeaseholdAutoConfiguration.LOCKED_ORDER;
 
