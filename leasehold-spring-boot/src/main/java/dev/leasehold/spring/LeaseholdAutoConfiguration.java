@@ -9,9 +9,13 @@ import dev.leasehold.idempotency.RequestRecords;
 import dev.leasehold.idempotency.SideEffects;
 import dev.leasehold.jdbc.Database;
 import dev.leasehold.spi.LeaseStore;
+import dev.leasehold.spring.integration.LeaseholdLockRegistry;
 import dev.leasehold.spring.retry.JdbcRetryQueue;
 import dev.leasehold.spring.retry.RabbitRetryQueue;
 import dev.leasehold.spring.retry.RetryQueue;
+import dev.leasehold.spring.scheduling.ScheduledLock;
+import dev.leasehold.spring.scheduling.ScheduledLockInterceptor;
+import dev.leasehold.spring.scheduling.ScheduledTaskLock;
 import dev.leasehold.spring.schema.LeaseholdFlywayMigration;
 import dev.leasehold.spring.schema.LeaseholdScriptInitializer;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -389,6 +393,35 @@ public class LeaseholdAutoConfiguration {
         LeaseholdModeEndpoint leaseholdModeEndpoint(
                 LockModeSwitch mode, LeaseholdProperties properties, ApplicationEventPublisher events) {
             return new LeaseholdModeEndpoint(mode, properties, new AdminAudit(events));
+        }
+    }
+
+    @Bean
+    @ConditionalOnMissingBean
+    ScheduledTaskLock leaseholdScheduledTaskLock(LeaseStore store) {
+        return new ScheduledTaskLock(store);
+    }
+
+    @Bean
+    @Role(BeanDefinition.ROLE_INFRASTRUCTURE)
+    static Advisor leaseholdScheduledLockAdvisor(ObjectProvider<ScheduledTaskLock> lock) {
+        DefaultPointcutAdvisor advisor = new DefaultPointcutAdvisor(
+                AnnotationMatchingPointcut.forMethodAnnotation(ScheduledLock.class),
+                new ScheduledLockInterceptor(lock::getObject));
+        advisor.setOrder(LOCKED_ORDER);
+        return advisor;
+    }
+
+    /** A Spring Integration lock registry on Leasehold's leases, unless the application has one. */
+    @Configuration(proxyBeanMethods = false)
+    @ConditionalOnClass(name = "org.springframework.integration.support.locks.LockRegistry")
+    static class IntegrationConfiguration {
+
+        @Bean
+        @ConditionalOnMissingBean(type = "org.springframework.integration.support.locks.LockRegistry")
+        LeaseholdLockRegistry leaseholdLockRegistry(LockService locks, LeaseholdProperties properties) {
+            return new LeaseholdLockRegistry(
+                    locks, "integration", properties.getLock().getLeaseTime());
         }
     }
 
