@@ -31,7 +31,11 @@ final class LeaseStores {
         if (REDIS_PRESENT && RedisStores.available(properties, context)) {
             return LeaseholdProperties.Backend.REDIS;
         }
-        return LeaseholdProperties.Backend.MEMORY;
+        // In-memory leases exclude callers of one JVM only: never a silent fallback.
+        throw new IllegalStateException("leasehold.backend=auto found no lease store: there is no DataSource"
+                + (JDBC_PRESENT ? "" : " (and no leasehold-jdbc)") + " and no Redis (no leasehold.redis.url, Lettuce"
+                + " client or Spring Data Redis connection factory). Configure one, or set leasehold.backend=memory"
+                + " for a single JVM (tests, tools)");
     }
 
     static LeaseStore create(LeaseholdProperties properties, DataSource dataSource, ApplicationContext context) {
@@ -58,7 +62,8 @@ final class LeaseStores {
                 return RedisStores.create(properties, context);
             }
             default -> {
-                log.warn("Leasehold leases in memory: they exclude callers in this JVM only");
+                log.warn(
+                        "Leasehold leases in memory (leasehold.backend=memory): they exclude callers in this JVM only");
                 return new InMemoryLeaseStore();
             }
         }

@@ -9,12 +9,23 @@ import dev.leasehold.idempotency.RequestRecords;
 import dev.leasehold.idempotency.SideEffects;
 import dev.leasehold.jdbc.Database;
 import dev.leasehold.spi.LeaseStore;
+import dev.leasehold.spring.integration.LeaseholdLockRegistry;
+import dev.leasehold.spring.retry.JdbcRetryQueue;
+import dev.leasehold.spring.retry.RabbitRetryQueue;
+import dev.leasehold.spring.retry.RetryQueue;
+import dev.leasehold.spring.scheduling.ScheduledLock;
+import dev.leasehold.spring.scheduling.ScheduledLockInterceptor;
+import dev.leasehold.spring.scheduling.ScheduledTaskLock;
+import dev.leasehold.spring.schema.LeaseholdFlywayMigration;
+import dev.leasehold.spring.schema.LeaseholdScriptInitializer;
 import io.micrometer.core.instrument.MeterRegistry;
+import io.micrometer.observation.ObservationRegistry;
 import java.sql.SQLException;
 import javax.sql.DataSource;
 import org.springframework.aop.Advisor;
 import org.springframework.aop.support.DefaultPointcutAdvisor;
 import org.springframework.aop.support.annotation.AnnotationMatchingPointcut;
+import org.springframework.beans.factory.ListableBeanFactory;
 import org.springframework.beans.factory.ObjectProvider;
 import org.springframework.beans.factory.config.BeanDefinition;
 import org.springframework.boot.actuate.endpoint.annotation.Endpoint;
@@ -25,11 +36,18 @@ import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean
 import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnWebApplication;
 import org.springframework.boot.context.properties.EnableConfigurationProperties;
+import org.springframework.boot.sql.init.DatabaseInitializationMode;
+import org.springframework.boot.sql.init.dependency.DatabaseInitializationDependencyConfigurer;
+import org.springframework.boot.sql.init.dependency.DependsOnDatabaseInitialization;
 import org.springframework.context.ApplicationContext;
+import org.springframework.context.ApplicationEventPublisher;
 import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Conditional;
 import org.springframework.context.annotation.Configuration;
+import org.springframework.context.annotation.Import;
 import org.springframework.context.annotation.Role;
 import org.springframework.core.Ordered;
+import org.springframework.core.env.Environment;
 
 /**
  * Leasehold for Spring Boot: a {@link LeaseStore} for {@code leasehold.backend}, a {@link
@@ -43,6 +61,7 @@ import org.springframework.core.Ordered;
             "org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration",
             "org.springframework.boot.data.redis.autoconfigure.DataRedisAutoConfiguration",
             "org.springframework.boot.flyway.autoconfigure.FlywayAutoConfiguration",
+            "org.springframework.boot.amqp.autoconfigure.RabbitAutoConfiguration",
             "org.springframework.boot.jackson2.autoconfigure.Jackson2AutoConfiguration",
             "org.springframework.boot.micrometer.metrics.autoconfigure.CompositeMeterRegistryAutoConfiguration"
         })
@@ -62,12 +81,9 @@ public class LeaseholdAutoConfiguration {
 
     @Bean(destroyMethod = "close")
     @ConditionalOnMissingBean
+    @DependsOnDatabaseInitialization
     LeaseStore leaseholdLeaseStore(
-            LeaseholdProperties properties,
-            ObjectProvider<DataSource> dataSource,
-            ObjectProvider<LeaseholdSchema> schema,
-            ApplicationContext context) {
-        schema.getIfAvailable();
+            LeaseholdProperties properties, ObjectProvider<DataSource> dataSource, ApplicationContext context) {
         return LeaseStores.create(properties, dataSource.getIfAvailable(), context);
     }
 
@@ -79,6 +95,12 @@ public class LeaseholdAutoConfiguration {
                 LockService.builder(store).fair(properties.getLock().isFair());
         listeners.orderedStream().forEach(builder::listener);
         return builder.build();
+    }
+
+    @Bean
+    @ConditionalOnMissingBean
+    LeaseholdObservations leaseholdObservations(ObjectProvider<ObservationRegistry> registry) {
+        return new LeaseholdObservations(registry.getIfAvailable(() -> ObservationRegistry.NOOP));
     }
 
     @Bean
@@ -109,7 +131,9 @@ public class LeaseholdAutoConfiguration {
             ObjectProvider<LeaseholdProperties> properties,
             ObjectProvider<LockModeSwitch> mode,
             ObjectProvider<LeaseholdMetrics> metrics,
-            ObjectProvider<DelayedRetries> retries) {
+            ObjectProvider<DelayedRetries> retries,
+            ObjectProvider<LeaseholdObservations> observations,
+            Environment environment) {
         LazyInterceptor<LockedInterceptor> interceptor = new LazyInterceptor<>(() -> new LockedInterceptor(
                 locks::getObject,
                 properties.getObject(),
@@ -120,41 +144,141 @@ public class LeaseholdAutoConfiguration {
                         m.bypassed(namespace);
                     }
                 },
-                retries::getIfAvailable));
+                retries::getIfAvailable,
+                observations.getIfAvailable(() -> new LeaseholdObservations(ObservationRegistry.NOOP))));
         DefaultPointcutAdvisor advisor =
                 new DefaultPointcutAdvisor(AnnotationMatchingPointcut.forMethodAnnotation(Locked.class), interceptor);
-        advisor.setOrder(LOCKED_ORDER);
+        advisor.setOrder(lockedOrder(environment));
         return advisor;
     }
 
-    /** SQL schema at startup, when there is a DataSource and the SQL module. */
+    private static int lockedOrder(Environment environment) {
+        return environment.getProperty("leasehold.lock.advisor-order", Integer.class, LOCKED_ORDER);
+    }
+
+    @Bean
+    static LockedMethodsCheck leaseholdLockedMethodsCheck(ListableBeanFactory beans, Environment environment) {
+        return new LockedMethodsCheck(beans, lockedOrder(environment));
+    }
+
+    /**
+     * Leasehold's tables: its own Flyway history when Flyway is on the class path, else Spring
+     * Boot's script initializer; either runs before every bean that depends on database
+     * initialization.
+     */
     @Configuration(proxyBeanMethods = false)
-    @ConditionalOnClass(name = "dev.leasehold.jdbc.JdbcLeaseStore")
+    @ConditionalOnClass(
+            name = {
+                "dev.leasehold.jdbc.JdbcLeaseStore",
+                "org.springframework.boot.jdbc.init.DataSourceScriptDatabaseInitializer"
+            })
     @ConditionalOnBean(DataSource.class)
+    @Import(DatabaseInitializationDependencyConfigurer.class)
     static class SchemaConfiguration {
 
-        @Bean
-        @ConditionalOnMissingBean
-        LeaseholdSchema leaseholdSchema(DataSource dataSource, LeaseholdProperties properties) throws SQLException {
-            return new LeaseholdSchema(dataSource, properties.getJdbc().getInitializeSchema());
+        @Configuration(proxyBeanMethods = false)
+        @ConditionalOnClass(name = "org.flywaydb.core.Flyway")
+        @ConditionalOnProperty(prefix = "leasehold.jdbc.flyway", name = "enabled", matchIfMissing = true)
+        @Conditional(SchemaConditions.Initialize.class)
+        static class FlywaySchema {
+
+            @Bean
+            @ConditionalOnMissingBean
+            LeaseholdFlywayMigration leaseholdFlywayMigration(DataSource dataSource, LeaseholdProperties properties)
+                    throws SQLException {
+                return new LeaseholdFlywayMigration(
+                        dataSource,
+                        Database.detect(dataSource),
+                        properties.getJdbc().getFlyway().getTable());
+            }
+        }
+
+        @Configuration(proxyBeanMethods = false)
+        @Conditional(SchemaConditions.WithoutFlyway.class)
+        static class ScriptSchema {
+
+            @Bean
+            @ConditionalOnMissingBean
+            LeaseholdScriptInitializer leaseholdScriptInitializer(DataSource dataSource, LeaseholdProperties properties)
+                    throws SQLException {
+                return new LeaseholdScriptInitializer(
+                        dataSource,
+                        Database.detect(dataSource),
+                        switch (properties.getJdbc().getInitializeSchema()) {
+                            case EMBEDDED -> DatabaseInitializationMode.EMBEDDED;
+                            case ALWAYS -> DatabaseInitializationMode.ALWAYS;
+                            case NEVER -> DatabaseInitializationMode.NEVER;
+                        });
+            }
+        }
+    }
+
+    /**
+     * Delayed retries (S2.10): a {@link RetryQueue} on RabbitMQ or in the database, and the retries
+     * over it. Delivery starts only when a bean has a RETRY_LATER method or {@code
+     * leasehold.retry.enabled=true}.
+     */
+    @Configuration(proxyBeanMethods = false)
+    @ConditionalOnClass(name = "com.fasterxml.jackson.databind.ObjectMapper")
+    @ConditionalOnProperty(prefix = "leasehold.retry", name = "enabled", havingValue = "true", matchIfMissing = true)
+    static class RetryConfiguration {
+
+        /** The RabbitMQ retry queue over the application's connection factory, with publisher confirms. */
+        @Configuration(proxyBeanMethods = false)
+        @ConditionalOnClass(name = "org.springframework.amqp.rabbit.connection.ConnectionFactory")
+        @ConditionalOnBean(type = "org.springframework.amqp.rabbit.connection.ConnectionFactory")
+        @Conditional(RetryQueueConditions.Rabbit.class)
+        static class RabbitQueue {
+
+            @Bean(destroyMethod = "stop")
+            @ConditionalOnMissingBean(RetryQueue.class)
+            RabbitRetryQueue leaseholdRabbitRetryQueue(
+                    org.springframework.amqp.rabbit.connection.ConnectionFactory connectionFactory,
+                    LeaseholdProperties properties) {
+                return new RabbitRetryQueue(
+                        RabbitConfirms.confirming(connectionFactory),
+                        properties.getRetry().getRabbitQueuePrefix(),
+                        properties.getRetry().getInitialDelay(),
+                        java.time.Duration.ofSeconds(10));
+            }
+        }
+
+        @Configuration(proxyBeanMethods = false)
+        @ConditionalOnClass(name = "dev.leasehold.jdbc.JdbcLeaseStore")
+        @ConditionalOnBean(DataSource.class)
+        @Conditional(RetryQueueConditions.Jdbc.class)
+        static class JdbcQueue {
+
+            @Bean
+            @ConditionalOnMissingBean(RetryQueue.class)
+            @DependsOnDatabaseInitialization
+            JdbcRetryQueue leaseholdJdbcRetryQueue(DataSource dataSource, LeaseholdProperties properties)
+                    throws SQLException {
+                LeaseholdProperties.Retry retry = properties.getRetry();
+                return new JdbcRetryQueue(
+                        dataSource,
+                        Database.detect(dataSource),
+                        retry.getPollInterval(),
+                        retry.getClaimTimeout(),
+                        retry.getInitialDelay());
+            }
         }
 
         @Bean
+        @ConditionalOnBean(RetryQueue.class)
         @ConditionalOnMissingBean
-        @ConditionalOnClass(ObjectMapper.class)
         DelayedRetries leaseholdDelayedRetries(
-                DataSource dataSource,
-                LeaseholdSchema schema,
+                RetryQueue queue,
                 ApplicationContext context,
                 ObjectProvider<ObjectMapper> mapper,
                 LeaseholdProperties properties,
                 ObjectProvider<LeaseholdMetrics> metrics) {
             return new DelayedRetries(
-                    dataSource,
-                    Database.detect(dataSource),
+                    queue,
                     context,
                     mapper.getIfAvailable(DefaultMapper::mapper),
                     properties.getRetry(),
+                    RetryLedgers.of(context),
                     outcome -> {
                         LeaseholdMetrics m = metrics.getIfAvailable();
                         if (m != null) {
@@ -186,9 +310,8 @@ public class LeaseholdAutoConfiguration {
 
         @Bean
         @ConditionalOnMissingBean
-        RequestRecords leaseholdRequestRecords(
-                DataSource dataSource, LeaseholdProperties properties, ObjectProvider<LeaseholdSchema> schema) {
-            schema.getIfAvailable();
+        @DependsOnDatabaseInitialization
+        RequestRecords leaseholdRequestRecords(DataSource dataSource, LeaseholdProperties properties) {
             return RequestRecords.builder(dataSource)
                     .staleAfter(properties.getIdempotency().getStaleAfter())
                     .retention(properties.getIdempotency().getRetention())
@@ -197,6 +320,7 @@ public class LeaseholdAutoConfiguration {
 
         @Bean
         @ConditionalOnMissingBean
+        @DependsOnDatabaseInitialization
         SideEffects leaseholdSideEffects(
                 DataSource dataSource, LeaseholdProperties properties, ObjectProvider<ObjectMapper> mapper) {
             return SideEffects.builder(dataSource)
@@ -256,14 +380,61 @@ public class LeaseholdAutoConfiguration {
         @Bean
         @ConditionalOnMissingBean
         LeaseholdEndpoint leaseholdEndpoint(
-                LockService locks, LeaseStore store, LockModeSwitch mode, LeaseholdProperties properties) {
-            return new LeaseholdEndpoint(locks, store, mode, properties);
+                LockService locks,
+                LeaseStore store,
+                LockModeSwitch mode,
+                LeaseholdProperties properties,
+                ApplicationEventPublisher events) {
+            return new LeaseholdEndpoint(locks, store, mode, properties, new AdminAudit(events));
         }
 
         @Bean
         @ConditionalOnMissingBean
-        LeaseholdModeEndpoint leaseholdModeEndpoint(LockModeSwitch mode, LeaseholdProperties properties) {
-            return new LeaseholdModeEndpoint(mode, properties);
+        LeaseholdModeEndpoint leaseholdModeEndpoint(
+                LockModeSwitch mode, LeaseholdProperties properties, ApplicationEventPublisher events) {
+            return new LeaseholdModeEndpoint(mode, properties, new AdminAudit(events));
+        }
+    }
+
+    @Bean
+    @ConditionalOnMissingBean
+    ScheduledTaskLock leaseholdScheduledTaskLock(LeaseStore store) {
+        return new ScheduledTaskLock(store);
+    }
+
+    @Bean
+    @Role(BeanDefinition.ROLE_INFRASTRUCTURE)
+    static Advisor leaseholdScheduledLockAdvisor(ObjectProvider<ScheduledTaskLock> lock) {
+        DefaultPointcutAdvisor advisor = new DefaultPointcutAdvisor(
+                AnnotationMatchingPointcut.forMethodAnnotation(ScheduledLock.class),
+                new ScheduledLockInterceptor(lock::getObject));
+        advisor.setOrder(LOCKED_ORDER);
+        return advisor;
+    }
+
+    /** A Spring Integration lock registry on Leasehold's leases, unless the application has one. */
+    @Configuration(proxyBeanMethods = false)
+    @ConditionalOnClass(name = "org.springframework.integration.support.locks.LockRegistry")
+    static class IntegrationConfiguration {
+
+        @Bean
+        @ConditionalOnMissingBean(type = "org.springframework.integration.support.locks.LockRegistry")
+        LeaseholdLockRegistry leaseholdLockRegistry(LockService locks, LeaseholdProperties properties) {
+            return new LeaseholdLockRegistry(
+                    locks, "integration", properties.getLock().getLeaseTime());
+        }
+    }
+
+    /** The lease-store health indicator, with Spring Boot's health module. */
+    @Configuration(proxyBeanMethods = false)
+    @ConditionalOnClass(name = "org.springframework.boot.health.contributor.HealthIndicator")
+    @ConditionalOnProperty(prefix = "management.health.leasehold", name = "enabled", matchIfMissing = true)
+    static class HealthConfiguration {
+
+        @Bean(name = "leaseholdHealthIndicator")
+        @ConditionalOnMissingBean(name = "leaseholdHealthIndicator")
+        LeaseStoreHealthIndicator leaseholdHealthIndicator(LeaseStore store, LeaseholdProperties properties) {
+            return new LeaseStoreHealthIndicator(store, properties.getHealth().getTimeout());
         }
     }
 

@@ -9,8 +9,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import org.jspecify.annotations.Nullable;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 import org.springframework.boot.actuate.endpoint.SecurityContext;
 import org.springframework.boot.actuate.endpoint.annotation.ReadOperation;
 import org.springframework.boot.actuate.endpoint.annotation.Selector;
@@ -31,18 +29,23 @@ import org.springframework.boot.actuate.endpoint.web.annotation.WebEndpoint;
 @WebEndpoint(id = "leasehold")
 public class LeaseholdEndpoint {
 
-    private static final Logger audit = LoggerFactory.getLogger("leasehold.audit");
-
     private final LockService locks;
     private final LeaseStore store;
     private final LockModeSwitch mode;
     private final LeaseholdProperties properties;
+    private final AdminAudit audit;
 
-    LeaseholdEndpoint(LockService locks, LeaseStore store, LockModeSwitch mode, LeaseholdProperties properties) {
+    LeaseholdEndpoint(
+            LockService locks,
+            LeaseStore store,
+            LockModeSwitch mode,
+            LeaseholdProperties properties,
+            AdminAudit audit) {
         this.locks = locks;
         this.store = store;
         this.mode = mode;
         this.properties = properties;
+        this.audit = audit;
     }
 
     @ReadOperation
@@ -90,7 +93,11 @@ public class LeaseholdEndpoint {
                 ? "anonymous"
                 : security.getPrincipal().getName();
         if (!security.isUserInRole(role)) {
-            audit.warn("force-release REFUSED key={} by={} (needs role {})", key, who, role);
+            audit.record(
+                    AdminAudit.FORCE_RELEASE_DENIED,
+                    who,
+                    "force-release REFUSED key={} (needs role {}) by={}",
+                    Map.of("key", String.valueOf(key), "role", role));
             return new WebEndpointResponse<>(Map.of("error", "force-release needs the role " + role), 403);
         }
         if (reason == null || reason.isBlank()) {
@@ -103,7 +110,11 @@ public class LeaseholdEndpoint {
             return new WebEndpointResponse<>(Map.of("error", e.getMessage()), 400);
         }
         boolean removed = locks.forceRelease(lockKey, reason + " (by " + who + ")");
-        audit.warn("force-release key={} by={} reason=\"{}\" removed={}", key, who, reason, removed);
+        Map<String, Object> data = new LinkedHashMap<>();
+        data.put("key", key);
+        data.put("reason", reason);
+        data.put("removed", removed);
+        audit.record(AdminAudit.FORCE_RELEASE, who, "force-release key={} reason=\"{}\" removed={} by={}", data);
         return new WebEndpointResponse<>(Map.of("key", key, "removed", removed));
     }
 

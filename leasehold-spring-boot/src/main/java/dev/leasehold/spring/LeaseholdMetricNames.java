@@ -4,20 +4,18 @@ package dev.leasehold.spring;
  * The names of Leasehold's Micrometer meters, in one place. Tags are bounded: {@code namespace}
  * (the lock key's first part), {@code backend}, {@code outcome}; never a raw key.
  *
- * <p>In Prometheus: {@code leasehold_lock_wait_seconds}, {@code leasehold_lock_hold_seconds},
- * {@code leasehold_lock_busy_total}, {@code leasehold_lock_lost_total}, {@code
+ * <p>In Prometheus: {@code leasehold_lock_wait_seconds} (its count with {@code outcome="busy"} is
+ * S2.12's conflict count), {@code leasehold_lock_hold_seconds}, {@code leasehold_lock_lost_total}, {@code
  * leasehold_lock_renewal_failures_total}, {@code leasehold_lock_force_releases_total}, {@code
  * leasehold_lock_bypassed_total}, {@code leasehold_lock_stale}, {@code
  * leasehold_idempotency_requests_total}, {@code leasehold_retry_total}.
  */
 public final class LeaseholdMetricNames {
 
-    /** Timer: how long callers waited for a lease (outcome acquired or busy). */
+    /** Timer: how long callers waited for a lease (outcome acquired or busy: the conflicts). */
     public static final String LOCK_WAIT = "leasehold.lock.wait";
     /** Timer: how long leases were held. */
     public static final String LOCK_HOLD = "leasehold.lock.hold";
-    /** Counter: a key was busy and the caller gave up (S2.12's conflict count). */
-    public static final String LOCK_BUSY = "leasehold.lock.busy";
     /** Counter: a lease was lost before its holder released it. */
     public static final String LOCK_LOST = "leasehold.lock.lost";
     /** Counter: a renewal failed in the store. */

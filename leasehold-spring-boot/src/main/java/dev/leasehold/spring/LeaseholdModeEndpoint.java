@@ -18,10 +18,12 @@ public class LeaseholdModeEndpoint {
 
     private final LockModeSwitch mode;
     private final LeaseholdProperties properties;
+    private final AdminAudit audit;
 
-    LeaseholdModeEndpoint(LockModeSwitch mode, LeaseholdProperties properties) {
+    LeaseholdModeEndpoint(LockModeSwitch mode, LeaseholdProperties properties, AdminAudit audit) {
         this.mode = mode;
         this.properties = properties;
+        this.audit = audit;
     }
 
     @ReadOperation
@@ -32,7 +34,15 @@ public class LeaseholdModeEndpoint {
     @WriteOperation
     public WebEndpointResponse<Object> change(String mode, String reason, SecurityContext security) {
         String role = properties.getAdmin().getRole();
+        String who = security.getPrincipal() == null
+                ? "anonymous"
+                : security.getPrincipal().getName();
         if (!security.isUserInRole(role)) {
+            audit.record(
+                    AdminAudit.MODE_CHANGE_DENIED,
+                    who,
+                    "lock-mode change to {} REFUSED (needs role {}) by={}",
+                    Map.of("mode", String.valueOf(mode), "role", role));
             return new WebEndpointResponse<>(Map.of("error", "changing the lock mode needs the role " + role), 403);
         }
         LeaseholdProperties.Mode next;
@@ -44,10 +54,13 @@ public class LeaseholdModeEndpoint {
         if (reason == null || reason.isBlank()) {
             return new WebEndpointResponse<>(Map.of("error", "a mode change needs a reason for the audit log"), 400);
         }
-        String who = security.getPrincipal() == null
-                ? "anonymous"
-                : security.getPrincipal().getName();
+        LeaseholdProperties.Mode previous = this.mode.mode();
         this.mode.set(next, who, reason);
+        Map<String, Object> data = new java.util.LinkedHashMap<>();
+        data.put("from", previous.name());
+        data.put("to", next.name());
+        data.put("reason", reason);
+        audit.publish(AdminAudit.MODE_CHANGE, who, data); // the switch logs the change itself
         return new WebEndpointResponse<>(Map.of("mode", next.name()));
     }
 }

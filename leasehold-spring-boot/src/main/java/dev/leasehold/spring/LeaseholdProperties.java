@@ -1,13 +1,26 @@
 package dev.leasehold.spring;
 
 import java.time.Duration;
+import java.util.regex.Pattern;
 import org.springframework.boot.context.properties.ConfigurationProperties;
+import org.springframework.validation.Errors;
+import org.springframework.validation.Validator;
+import org.springframework.validation.annotation.Validated;
 
-/** Leasehold's settings, under {@code leasehold.*}. */
+/**
+ * Leasehold's settings, under {@code leasehold.*}. Validated when bound: a bad value fails startup
+ * with the property's name and the value ({@link #validate}).
+ */
 @ConfigurationProperties("leasehold")
-public class LeaseholdProperties {
+@Validated
+public class LeaseholdProperties implements Validator {
 
-    /** Where leases live: auto (the DataSource if there is one, else Redis if configured, else memory), redis, jdbc or memory. */
+    private static final Pattern TABLE = Pattern.compile("[A-Za-z_][A-Za-z0-9_]{0,62}");
+
+    /**
+     * Where leases live: auto (the DataSource if there is one, else Redis if configured; never
+     * memory), redis, jdbc or memory (one JVM only, chosen explicitly).
+     */
     private Backend backend = Backend.AUTO;
 
     private final Lock lock = new Lock();
@@ -18,10 +31,83 @@ public class LeaseholdProperties {
     private final StaleScan staleScan = new StaleScan();
     private final Retry retry = new Retry();
     private final Audit audit = new Audit();
+    private final Health health = new Health();
+
+    @Override
+    public boolean supports(Class<?> type) {
+        return LeaseholdProperties.class.isAssignableFrom(type);
+    }
+
+    /** Checks every setting; each error names the property and the value. */
+    @Override
+    public void validate(Object target, Errors errors) {
+        LeaseholdProperties p = (LeaseholdProperties) target;
+        positive(errors, "lock.lease-time", p.lock.leaseTime);
+        notNegative(errors, "lock.wait-time", p.lock.waitTime);
+        positive(errors, "redis.command-timeout", p.redis.commandTimeout);
+        if (p.redis.keyPrefix == null || p.redis.keyPrefix.length() > 100) {
+            errors.reject(
+                    "leasehold.redis.key-prefix",
+                    "leasehold.redis.key-prefix must be at most 100 characters, was " + p.redis.keyPrefix);
+        }
+        if (p.jdbc.flyway.table == null || !TABLE.matcher(p.jdbc.flyway.table).matches()) {
+            errors.reject(
+                    "leasehold.jdbc.flyway.table",
+                    "leasehold.jdbc.flyway.table must be a plain SQL name, was " + p.jdbc.flyway.table);
+        }
+        positive(errors, "idempotency.stale-after", p.idempotency.staleAfter);
+        positive(errors, "idempotency.retention", p.idempotency.retention);
+        if (p.idempotency.header == null || p.idempotency.header.isBlank()) {
+            errors.reject("leasehold.idempotency.header", "leasehold.idempotency.header must not be blank");
+        }
+        if (p.admin.role == null || p.admin.role.isBlank()) {
+            errors.reject("leasehold.admin.role", "leasehold.admin.role must not be blank");
+        }
+        positive(errors, "stale-scan.interval", p.staleScan.interval);
+        if (p.staleScan.leaseMultiple < 2) {
+            errors.reject(
+                    "leasehold.stale-scan.lease-multiple",
+                    "leasehold.stale-scan.lease-multiple must be >= 2, was " + p.staleScan.leaseMultiple);
+        }
+        positive(errors, "retry.poll-interval", p.retry.pollInterval);
+        positive(errors, "retry.initial-delay", p.retry.initialDelay);
+        positive(errors, "retry.max-delay", p.retry.maxDelay);
+        positive(errors, "retry.claim-timeout", p.retry.claimTimeout);
+        if (p.retry.maxDelay != null
+                && p.retry.initialDelay != null
+                && p.retry.maxDelay.compareTo(p.retry.initialDelay) < 0) {
+            errors.reject(
+                    "leasehold.retry.max-delay",
+                    "leasehold.retry.max-delay (" + p.retry.maxDelay
+                            + ") must not be below leasehold.retry.initial-delay (" + p.retry.initialDelay + ")");
+        }
+        if (p.retry.maxAttempts < 1) {
+            errors.reject(
+                    "leasehold.retry.max-attempts",
+                    "leasehold.retry.max-attempts must be >= 1, was " + p.retry.maxAttempts);
+        }
+        if (p.retry.rabbitQueuePrefix == null || p.retry.rabbitQueuePrefix.isBlank()) {
+            errors.reject(
+                    "leasehold.retry.rabbit-queue-prefix", "leasehold.retry.rabbit-queue-prefix must not be blank");
+        }
+        positive(errors, "health.timeout", p.health.timeout);
+    }
+
+    private static void positive(Errors errors, String name, Duration value) {
+        if (value == null || value.isNegative() || value.isZero()) {
+            errors.reject("leasehold." + name, "leasehold." + name + " must be > 0, was " + value);
+        }
+    }
+
+    private static void notNegative(Errors errors, String name, Duration value) {
+        if (value == null || value.isNegative()) {
+            errors.reject("leasehold." + name, "leasehold." + name + " must be >= 0, was " + value);
+        }
+    }
 
     /** The lease stores to choose from. */
     public enum Backend {
-        /** The DataSource if there is one, else Redis if a client or URL is configured, else memory. */
+        /** The DataSource if there is one, else Redis if a client or URL is configured; startup fails otherwise. */
         AUTO,
         /** Redis through Lettuce. */
         REDIS,
@@ -89,6 +175,24 @@ public class LeaseholdProperties {
         return audit;
     }
 
+    public Health getHealth() {
+        return health;
+    }
+
+    /** The lease-store health indicator ({@code /actuator/health/leasehold}). */
+    public static class Health {
+        /** How long the probe may take before the store is reported DOWN. */
+        private Duration timeout = Duration.ofSeconds(2);
+
+        public Duration getTimeout() {
+            return timeout;
+        }
+
+        public void setTimeout(Duration timeout) {
+            this.timeout = timeout;
+        }
+    }
+
     /** Lock defaults. */
     public static class Lock {
         /** Default lease time of {@code @Locked} methods (renewed while the method runs). */
@@ -99,6 +203,19 @@ public class LeaseholdProperties {
         private Mode mode = Mode.ENFORCE;
         /** Whether waiters in one JVM are served in arrival order. */
         private boolean fair = true;
+        /**
+         * Order of the {@code @Locked} advisor (default {@code Ordered.HIGHEST_PRECEDENCE + 200}); it must
+         * run before (be lower than) the transaction advisor's, which startup checks.
+         */
+        private int advisorOrder = LeaseholdAutoConfiguration.LOCKED_ORDER;
+
+        public int getAdvisorOrder() {
+            return advisorOrder;
+        }
+
+        public void setAdvisorOrder(int advisorOrder) {
+            this.advisorOrder = advisorOrder;
+        }
 
         public Duration getLeaseTime() {
             return leaseTime;
@@ -139,6 +256,16 @@ public class LeaseholdProperties {
         private String url;
         /** Prefix of every Redis key and channel Leasehold writes. */
         private String keyPrefix = "leasehold:";
+        /** Command timeout of the client Leasehold creates from the URL, so callers fail fast when Redis hangs. */
+        private Duration commandTimeout = Duration.ofSeconds(2);
+
+        public Duration getCommandTimeout() {
+            return commandTimeout;
+        }
+
+        public void setCommandTimeout(Duration commandTimeout) {
+            this.commandTimeout = commandTimeout;
+        }
 
         public String getUrl() {
             return url;
@@ -159,8 +286,17 @@ public class LeaseholdProperties {
 
     /** SQL settings. */
     public static class Jdbc {
-        /** When to create Leasehold's tables at startup. */
+        /**
+         * When to create Leasehold's tables at startup. With Flyway on the class path, embedded and
+         * always both run Leasehold's own Flyway migration, on every database; never skips it.
+         */
         private SchemaInitialization initializeSchema = SchemaInitialization.EMBEDDED;
+
+        private final Flyway flyway = new Flyway();
+
+        public Flyway getFlyway() {
+            return flyway;
+        }
 
         public SchemaInitialization getInitializeSchema() {
             return initializeSchema;
@@ -168,6 +304,30 @@ public class LeaseholdProperties {
 
         public void setInitializeSchema(SchemaInitialization initializeSchema) {
             this.initializeSchema = initializeSchema;
+        }
+    }
+
+    /** Leasehold's own Flyway migration, used when Flyway is on the class path. */
+    public static class Flyway {
+        /** Whether to migrate Leasehold's tables with Flyway (else Spring Boot's script initializer). */
+        private boolean enabled = true;
+        /** The history table of Leasehold's migrations, apart from the application's. */
+        private String table = "leasehold_schema_history";
+
+        public boolean isEnabled() {
+            return enabled;
+        }
+
+        public void setEnabled(boolean enabled) {
+            this.enabled = enabled;
+        }
+
+        public String getTable() {
+            return table;
+        }
+
+        public void setTable(String table) {
+            this.table = table;
         }
     }
 
@@ -255,14 +415,51 @@ public class LeaseholdProperties {
 
     /** Delayed retries of background {@code @Locked(onBusy = RETRY_LATER)} calls. */
     public static class Retry {
-        /** How often due retries are looked for. */
+        /**
+         * Whether retries are delivered: unset to deliver only when some bean has a RETRY_LATER
+         * method (no polling otherwise), true to always deliver, false to never (RETRY_LATER then fails).
+         */
+        private Boolean enabled;
+        /** Where retries wait: auto (RabbitMQ when Spring AMQP and a connection factory are present, else the database), jdbc or rabbit. */
+        private Queue queue = Queue.AUTO;
+        /** How often the database queue looks for due retries. */
         private Duration pollInterval = Duration.ofSeconds(1);
         /** The delay before the first retry; doubled for every further one. */
         private Duration initialDelay = Duration.ofSeconds(2);
         /** The longest delay between retries. */
         private Duration maxDelay = Duration.ofMinutes(5);
-        /** After this many busy attempts the retry is parked as FAILED for an operator. */
+        /** After this many busy attempts the retry is parked for an operator. */
         private int maxAttempts = 20;
+        /** After how long a retry claimed by an instance that died is delivered again (database queue). */
+        private Duration claimTimeout = Duration.ofMinutes(5);
+        /** The prefix of the RabbitMQ queues ({@code <prefix>.due}, {@code <prefix>.parked}, {@code <prefix>.delay.<ms>}). */
+        private String rabbitQueuePrefix = "leasehold.retry";
+
+        /** Where retries wait. */
+        public enum Queue {
+            /** RabbitMQ when Spring AMQP and a connection factory are present, else the database. */
+            AUTO,
+            /** The {@code leasehold_retry} table. */
+            JDBC,
+            /** RabbitMQ queues with per-queue TTL and dead-lettering. */
+            RABBIT
+        }
+
+        public Boolean getEnabled() {
+            return enabled;
+        }
+
+        public void setEnabled(Boolean enabled) {
+            this.enabled = enabled;
+        }
+
+        public Queue getQueue() {
+            return queue;
+        }
+
+        public void setQueue(Queue queue) {
+            this.queue = queue;
+        }
 
         public Duration getPollInterval() {
             return pollInterval;
@@ -294,6 +491,22 @@ public class LeaseholdProperties {
 
         public void setMaxAttempts(int maxAttempts) {
             this.maxAttempts = maxAttempts;
+        }
+
+        public Duration getClaimTimeout() {
+            return claimTimeout;
+        }
+
+        public void setClaimTimeout(Duration claimTimeout) {
+            this.claimTimeout = claimTimeout;
+        }
+
+        public String getRabbitQueuePrefix() {
+            return rabbitQueuePrefix;
+        }
+
+        public void setRabbitQueuePrefix(String rabbitQueuePrefix) {
+            this.rabbitQueuePrefix = rabbitQueuePrefix;
         }
     }
 

@@ -35,11 +35,22 @@ public final class LockModeSwitch {
         return mode.get() == LeaseholdProperties.Mode.BYPASS;
     }
 
-    /** Changes the mode; logged to the audit log with who asked and why. */
+    /** Changes the mode; logged to the audit log with who asked and why (escaped). */
     public void set(LeaseholdProperties.Mode next, String by, String reason) {
         LeaseholdProperties.Mode previous = mode.getAndSet(next);
         if (previous != next) {
-            log.warn("lock-mode changed {} -> {} by={} reason={}", previous, next, by, reason);
+            log.atWarn()
+                    .addKeyValue("event", "lock-mode")
+                    .addKeyValue("from", previous.name())
+                    .addKeyValue("to", next.name())
+                    .addKeyValue("by", AuditText.clean(by))
+                    .addKeyValue("reason", AuditText.clean(reason))
+                    .log(
+                            "lock-mode {} -> {} by={} reason=\"{}\"",
+                            previous,
+                            next,
+                            AuditText.clean(by),
+                            AuditText.clean(reason));
         }
     }
 }

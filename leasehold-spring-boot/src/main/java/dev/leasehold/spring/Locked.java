@@ -51,13 +51,20 @@ public @interface Locked {
      */
     String busyMessage() default "";
 
+    /**
+     * SpEL for the de-duplication key of a {@link OnBusy#RETRY_LATER} retry: busy calls with the same
+     * key while one is waiting are stored once, and a key that completed is not run again. Empty
+     * for a key per call.
+     */
+    String retryKey() default "";
+
     /** What a busy key means for the caller (S2.10). */
     enum OnBusy {
         /** Interactive callers: fail fast with {@link dev.leasehold.LockBusyException} (HTTP 409). */
         FAIL,
         /**
-         * Background callers: record the call in the durable retry table and run it again later, with
-         * growing delays; the method must return {@code void}. Nothing is dropped.
+         * Background callers: store the call in the retry queue (the database, or RabbitMQ) and run it
+         * again later, with growing delays; the method must return {@code void}. Nothing is dropped.
          */
         RETRY_LATER
     }

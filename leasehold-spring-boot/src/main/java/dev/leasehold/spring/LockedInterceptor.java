@@ -6,6 +6,7 @@ import dev.leasehold.LeaseOptions;
 import dev.leasehold.LockBusyException;
 import dev.leasehold.LockKey;
 import dev.leasehold.LockService;
+import io.micrometer.observation.Observation;
 import java.lang.reflect.Method;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -40,6 +41,7 @@ final class LockedInterceptor implements MethodInterceptor {
     private final KeyExpressions expressions = new KeyExpressions();
     private final Consumer<String> bypassCounter;
     private final Supplier<DelayedRetries> retries;
+    private final LeaseholdObservations observations;
 
     /** Services are looked up on first use, so the advisor does not create them early. */
     LockedInterceptor(
@@ -47,12 +49,14 @@ final class LockedInterceptor implements MethodInterceptor {
             LeaseholdProperties properties,
             Supplier<LockModeSwitch> mode,
             Consumer<String> bypassCounter,
-            Supplier<DelayedRetries> retries) {
+            Supplier<DelayedRetries> retries,
+            LeaseholdObservations observations) {
         this.locks = locks;
         this.properties = properties;
         this.mode = mode;
         this.bypassCounter = bypassCounter;
         this.retries = retries;
+        this.observations = observations;
     }
 
     @Override
@@ -66,6 +70,14 @@ final class LockedInterceptor implements MethodInterceptor {
         if (locked == null) {
             return invocation.proceed();
         }
+        if (LockedMethodsCheck.isAsync(specific.getReturnType())) {
+            // Normally refused at startup; a bean created later is refused here, before anything is locked.
+            throw new IllegalStateException(
+                    "@Locked cannot protect " + specific.getDeclaringClass().getSimpleName() + "."
+                            + specific.getName() + ": it returns "
+                            + specific.getReturnType().getSimpleName()
+                            + " and the lease would be released before the asynchronous work runs");
+        }
         List<LockKey> keys = keys(locked, specific, invocation.getArguments());
         if (mode.get().bypassed()) {
             bypassCounter.accept(locked.namespace());
@@ -77,27 +89,52 @@ final class LockedInterceptor implements MethodInterceptor {
                 .waitFor(duration(locked.waitFor(), properties.getLock().getWaitTime()))
                 .build();
         AutoCloseable held;
+        Observation acquire = observations.startAcquire(keys);
         try {
             LockService service = locks.get();
             held = keys.size() == 1 ? service.acquire(keys.get(0), options) : service.acquireAll(keys, options);
+            LeaseholdObservations.outcome(acquire, "acquired");
         } catch (LockBusyException busy) {
+            LeaseholdObservations.outcome(acquire, "busy");
             DelayedRetries delayed = locked.onBusy() == Locked.OnBusy.RETRY_LATER ? retries.get() : null;
             if (locked.onBusy() == Locked.OnBusy.RETRY_LATER && delayed == null) {
                 throw new IllegalStateException(
-                        "@Locked(onBusy = RETRY_LATER) needs a DataSource for its durable"
-                                + " retry table; none is configured",
+                        "@Locked(onBusy = RETRY_LATER) needs a retry queue (a DataSource, or Spring AMQP with a"
+                                + " RabbitMQ connection factory) and leasehold.retry.enabled not false",
                         busy);
             }
             if (delayed != null && !delayed.replaying()) {
-                delayed.schedule(invocation, specific, targetClass, busy);
+                String retryKey = locked.retryKey().isEmpty()
+                        ? null
+                        : KeyExpressions.text(expressions.value(
+                                locked.retryKey(), expressions.context(specific, invocation.getArguments())));
+                delayed.schedule(invocation, specific, targetClass, busy, retryKey);
                 return null;
             }
             throw message(locked, busy);
+        } catch (RuntimeException e) {
+            LeaseholdObservations.outcome(acquire, "error").error(e);
+            throw e;
+        } finally {
+            acquire.stop();
         }
+        Observation hold = observations.startHold(keys);
+        AutoCloseable observed = () -> {
+            try {
+                close(held);
+            } finally {
+                hold.stop();
+            }
+        };
+        Observation.Scope scope = hold.openScope();
         try {
             return invocation.proceed();
+        } catch (Throwable t) {
+            hold.error(t);
+            throw t;
         } finally {
-            releaseAfterTransaction(held);
+            scope.close();
+            releaseAfterTransaction(observed);
         }
     }
 

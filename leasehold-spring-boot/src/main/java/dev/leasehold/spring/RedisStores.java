@@ -10,6 +10,7 @@ import dev.leasehold.spi.ReleaseNotice;
 import dev.leasehold.spi.ReleaseSubscription;
 import io.lettuce.core.AbstractRedisClient;
 import io.lettuce.core.RedisClient;
+import io.lettuce.core.RedisURI;
 import io.lettuce.core.cluster.RedisClusterClient;
 import java.time.Duration;
 import java.util.List;
@@ -46,7 +47,15 @@ final class RedisStores {
     static LeaseStore create(LeaseholdProperties properties, ApplicationContext context) {
         String prefix = properties.getRedis().getKeyPrefix();
         if (properties.getRedis().getUrl() != null) {
-            RedisClient owned = RedisClient.create(properties.getRedis().getUrl());
+            RedisURI uri = RedisURI.create(properties.getRedis().getUrl());
+            uri.setTimeout(properties.getRedis().getCommandTimeout());
+            RedisClient owned = RedisClient.create(uri);
+            // Connecting is bounded too: a hung server must not stall startup or a caller.
+            owned.setOptions(io.lettuce.core.ClientOptions.builder()
+                    .socketOptions(io.lettuce.core.SocketOptions.builder()
+                            .connectTimeout(properties.getRedis().getCommandTimeout())
+                            .build())
+                    .build());
             return new ClosingClient(
                     RedisLeaseStore.builder(owned).keyPrefix(prefix).build(), owned);
         }

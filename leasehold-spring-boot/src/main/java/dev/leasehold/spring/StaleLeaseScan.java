@@ -37,14 +37,21 @@ final class StaleLeaseScan implements SmartLifecycle {
                 .filter(h -> h.heldFor().compareTo(h.leaseFor().multipliedBy(settings.getLeaseMultiple())) > 0)
                 .toList();
         for (HeldLeaseInfo lease : stale) {
-            log.warn(
-                    "stale lease key={} owner={} fence={} heldMs={} leaseMs={}: held more than {} lease times",
-                    lease.key(),
-                    lease.owner(),
-                    lease.fence(),
-                    lease.heldFor().toMillis(),
-                    lease.leaseFor().toMillis(),
-                    settings.getLeaseMultiple());
+            log.atWarn()
+                    .addKeyValue("event", "lease.stale")
+                    .addKeyValue("key", AuditText.clean(lease.key()))
+                    .addKeyValue("owner", AuditText.clean(lease.owner()))
+                    .addKeyValue("fence", lease.fence())
+                    .addKeyValue("heldMs", lease.heldFor().toMillis())
+                    .addKeyValue("leaseMs", lease.leaseFor().toMillis())
+                    .log(
+                            "stale lease key={} owner={} fence={} heldMs={} leaseMs={}: held more than {} lease times",
+                            AuditText.clean(lease.key()),
+                            AuditText.clean(lease.owner()),
+                            lease.fence(),
+                            lease.heldFor().toMillis(),
+                            lease.leaseFor().toMillis(),
+                            settings.getLeaseMultiple());
         }
         gauge.accept(stale.size());
         return stale;

@@ -49,6 +49,8 @@ import org.springframework.test.web.servlet.MvcResult;
         properties = {
             "management.endpoints.web.exposure.include=leasehold,leaseholdmode,health",
             "leasehold.jdbc.initialize-schema=always",
+            "spring.flyway.enabled=false",
+            "leasehold.jdbc.flyway.enabled=false",
             "leasehold.retry.poll-interval=200ms",
             "leasehold.retry.initial-delay=300ms",
             "leasehold.lock.lease-time=5s",
@@ -111,11 +113,15 @@ abstract class AbstractStarterIntegrationTest {
             assertThat(held.isHeld()).isTrue();
         }
         assertThat(accounts.balance(account)).isZero();
-        assertThat(meters.find(LeaseholdMetricNames.LOCK_BUSY)
+        assertThat(meters.find(LeaseholdMetricNames.LOCK_WAIT)
                         .tag("namespace", "acct")
-                        .counter())
+                        .tag("outcome", "busy")
+                        .timer())
                 .isNotNull()
-                .satisfies(c -> assertThat(c.count()).isPositive());
+                .satisfies(t -> assertThat(t.count()).isPositive());
+        assertThat(meters.find("leasehold.lock.busy").meter())
+                .as("conflicts are counted once, by the wait timer")
+                .isNull();
     }
 
     @Test
@@ -323,7 +329,7 @@ abstract class AbstractStarterIntegrationTest {
                 .andExpect(status().isOk())
                 .andExpect(jsonPath("$.removed").value(true));
         assertThat(held.isHeld()).isFalse();
-        assertThat(output).contains("force-release key=" + key + " by=operator reason=\"ticket OPS-7\"");
+        assertThat(output).contains("force-release key=" + key + " reason=\"ticket OPS-7\" removed=true by=operator");
         assertThat(output).contains("lease=acquired key=" + key);
         held.close();
     }

@@ -1,0 +1,294 @@
+package dev.leasehold.spring.retry;
+
+import dev.leasehold.jdbc.Database;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Objects;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import javax.sql.DataSource;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * A {@link RetryQueue} in the SQL database, table {@code leasehold_retry} (Leasehold's migration 3):
+ * one row per task, its due time by the database clock (B5). Several instances may share the
+ * table: a due row is claimed by a compare-and-set from PENDING to RUNNING, so one instance handles
+ * it; a row left RUNNING longer than the claim timeout (its instance died) is made PENDING again.
+ * Enqueueing a key that is already PENDING adds nothing (the key is the primary key).
+ *
+ * <p>Polls only after {@link #start}, which Leasehold calls only when some bean has a {@code
+ * RETRY_LATER} method or {@code leasehold.retry.enabled=true}: one SELECT per poll interval.
+ * Thread-safe.
+ */
+public final class JdbcRetryQueue implements RetryQueue {
+
+    private static final Logger log = LoggerFactory.getLogger(JdbcRetryQueue.class);
+
+    private final DataSource dataSource;
+    private final String now;
+    private final Duration pollInterval;
+    private final Duration claimTimeout;
+    private final Duration redeliveryDelay;
+    private volatile ScheduledExecutorService poller;
+    private volatile boolean failing;
+
+    /**
+     * A queue in {@code dataSource}.
+     *
+     * @param pollInterval how often due rows are looked for
+     * @param claimTimeout after how long a RUNNING row counts as abandoned
+     * @param redeliveryDelay when a delivery whose handler threw is tried again
+     */
+    public JdbcRetryQueue(
+            DataSource dataSource,
+            Database database,
+            Duration pollInterval,
+            Duration claimTimeout,
+            Duration redeliveryDelay) {
+        this.dataSource = Objects.requireNonNull(dataSource, "dataSource");
+        this.now = database.nowMillisSql();
+        this.pollInterval = positive("pollInterval", pollInterval);
+        this.claimTimeout = positive("claimTimeout", claimTimeout);
+        this.redeliveryDelay = positive("redeliveryDelay", redeliveryDelay);
+    }
+
+    private static Duration positive(String name, Duration value) {
+        if (value == null || value.isNegative() || value.isZero()) {
+            throw new IllegalArgumentException(name + " must be > 0, was " + value);
+        }
+        return value;
+    }
+
+    @Override
+    public String name() {
+        return "jdbc";
+    }
+
+    @Override
+    public boolean enqueue(RetryTask task, Duration delay) {
+        long delayMs = Math.max(0, delay.toMillis());
+        try (Connection c = dataSource.getConnection()) {
+            c.setAutoCommit(true);
+            // The key being handled right now (RUNNING) is rescheduled: its handler found it busy again.
+            try (PreparedStatement s = c.prepareStatement("UPDATE leasehold_retry SET status = 'PENDING',"
+                    + " attempts = ?, due_at_ms = " + now + " + ?, claimed_at_ms = NULL"
+                    + " WHERE id = ? AND status = 'RUNNING'")) {
+                s.setInt(1, task.attempt());
+                s.setLong(2, delayMs);
+                s.setString(3, task.key());
+                if (s.executeUpdate() == 1) {
+                    return true;
+                }
+            }
+            try (PreparedStatement s = c.prepareStatement("INSERT INTO leasehold_retry (id, bean_name, method_name,"
+                    + " parameter_types, arguments_json, lock_key, attempts, status, due_at_ms, created_at_ms)"
+                    + " VALUES (?, ?, ?, ?, ?, ?, ?, 'PENDING', " + now + " + ?, " + now + ")")) {
+                s.setString(1, task.key());
+                s.setString(2, task.bean());
+                s.setString(3, task.method());
+                s.setString(4, String.join(",", task.parameterTypes()));
+                s.setString(5, task.arguments());
+                s.setString(6, task.lockKey());
+                s.setInt(7, task.attempt());
+                s.setLong(8, delayMs);
+                s.executeUpdate();
+                return true;
+            } catch (SQLException e) {
+                if (isDuplicate(e)) {
+                    return false; // already waiting under this key
+                }
+                throw e;
+            }
+        } catch (SQLException e) {
+            throw new IllegalStateException(
+                    "could not store the retry of " + task.bean() + "." + task.method() + " for lock " + task.lockKey(),
+                    e);
+        }
+    }
+
+    private static boolean isDuplicate(SQLException e) {
+        return e.getSQLState() != null && e.getSQLState().startsWith("23");
+    }
+
+    @Override
+    public void park(RetryTask task, String error) {
+        String text = error.length() > 1000 ? error.substring(0, 1000) : error;
+        try (Connection c = dataSource.getConnection()) {
+            c.setAutoCommit(true);
+            try (PreparedStatement s = c.prepareStatement(
+                    "UPDATE leasehold_retry SET status = 'FAILED'," + " attempts = ?, last_error = ? WHERE id = ?")) {
+                s.setInt(1, task.attempt());
+                s.setString(2, text);
+                s.setString(3, task.key());
+                if (s.executeUpdate() == 1) {
+                    return;
+                }
+            }
+            if (enqueue(task, Duration.ZERO)) {
+                park(task, error);
+            }
+        } catch (SQLException e) {
+            throw new IllegalStateException("could not park the retry " + task.key(), e);
+        }
+    }
+
+    @Override
+    public synchronized void start(RetryHandler handler) {
+        if (poller != null) {
+            return;
+        }
+        checkTable();
+        ScheduledExecutorService executor = Executors.newSingleThreadScheduledExecutor(r -> {
+            Thread thread = new Thread(r, "leasehold-retry");
+            thread.setDaemon(true);
+            return thread;
+        });
+        long period = pollInterval.toMillis();
+        executor.scheduleWithFixedDelay(() -> poll(handler), period, period, TimeUnit.MILLISECONDS);
+        poller = executor;
+    }
+
+    private void checkTable() {
+        try (Connection c = dataSource.getConnection();
+                PreparedStatement s = c.prepareStatement("SELECT COUNT(*) FROM leasehold_retry WHERE 1 = 0");
+                ResultSet rs = s.executeQuery()) {
+            rs.next();
+        } catch (SQLException e) {
+            throw new IllegalStateException(
+                    "delayed retries need the table leasehold_retry, which is missing or unreadable ("
+                            + e.getMessage() + "); let Leasehold create it (Flyway on the class path, or"
+                            + " leasehold.jdbc.initialize-schema=always) or run db/leasehold/<vendor>/V3__leasehold_retry.sql",
+                    e);
+        }
+    }
+
+    @Override
+    public synchronized void stop() {
+        if (poller != null) {
+            poller.shutdownNow();
+            poller = null;
+        }
+    }
+
+    /** Whether the poller runs. */
+    public boolean isStarted() {
+        return poller != null;
+    }
+
+    /** Runs the due tasks once; returns how many were handled. */
+    public int poll(RetryHandler handler) {
+        List<String> due = new ArrayList<>();
+        try (Connection c = dataSource.getConnection()) {
+            c.setAutoCommit(true);
+            try (PreparedStatement reset = c.prepareStatement("UPDATE leasehold_retry SET status = 'PENDING'"
+                    + " WHERE status = 'RUNNING' AND claimed_at_ms < " + now + " - ?")) {
+                reset.setLong(1, claimTimeout.toMillis());
+                reset.executeUpdate();
+            }
+            try (PreparedStatement s = c.prepareStatement("SELECT id FROM leasehold_retry WHERE status = 'PENDING'"
+                            + " AND due_at_ms <= " + now + " ORDER BY due_at_ms LIMIT 20");
+                    ResultSet rs = s.executeQuery()) {
+                while (rs.next()) {
+                    due.add(rs.getString(1));
+                }
+            }
+            if (failing) {
+                failing = false;
+                log.info("delayed retries: the database answers again");
+            }
+        } catch (SQLException | RuntimeException e) {
+            if (!failing) {
+                failing = true; // one line per outage, not one per poll
+                log.warn("delayed retries: cannot read leasehold_retry, will keep trying: {}", e.toString());
+            }
+            return 0;
+        }
+        int handled = 0;
+        for (String id : due) {
+            RetryTask task = claim(id);
+            if (task == null) {
+                continue; // another instance claimed it
+            }
+            handled++;
+            try {
+                handler.handle(task);
+                settle("DELETE FROM leasehold_retry WHERE id = ? AND status = 'RUNNING'", id, 0);
+            } catch (Exception e) {
+                log.warn(
+                        "delayed retry {} of {}.{} not settled, delivered again later: {}",
+                        id,
+                        task.bean(),
+                        task.method(),
+                        e.toString());
+                settle(
+                        "UPDATE leasehold_retry SET status = 'PENDING', claimed_at_ms = NULL, due_at_ms = " + now
+                                + " + ? WHERE id = ? AND status = 'RUNNING'",
+                        id,
+                        redeliveryDelay.toMillis());
+            }
+        }
+        return handled;
+    }
+
+    private RetryTask claim(String id) {
+        try (Connection c = dataSource.getConnection()) {
+            c.setAutoCommit(true);
+            try (PreparedStatement s = c.prepareStatement("UPDATE leasehold_retry SET status = 'RUNNING',"
+                    + " claimed_at_ms = " + now + " WHERE id = ? AND status = 'PENDING'")) {
+                s.setString(1, id);
+                if (s.executeUpdate() != 1) {
+                    return null;
+                }
+            }
+            try (PreparedStatement s = c.prepareStatement("SELECT bean_name, method_name, parameter_types,"
+                    + " arguments_json, lock_key, attempts FROM leasehold_retry WHERE id = ?")) {
+                s.setString(1, id);
+                try (ResultSet rs = s.executeQuery()) {
+                    if (!rs.next()) {
+                        return null;
+                    }
+                    String types = rs.getString(3);
+                    return new RetryTask(
+                            id,
+                            rs.getString(1),
+                            rs.getString(2),
+                            types.isEmpty() ? List.of() : Arrays.asList(types.split(",")),
+                            rs.getString(4),
+                            rs.getString(5),
+                            rs.getInt(6));
+                }
+            }
+        } catch (SQLException e) {
+            log.warn("delayed retry {} could not be claimed: {}", id, e.toString());
+            return null;
+        }
+    }
+
+    private void settle(String sql, String id, long delayMs) {
+        try (Connection c = dataSource.getConnection();
+                PreparedStatement s = c.prepareStatement(sql)) {
+            c.setAutoCommit(true);
+            if (delayMs > 0) {
+                s.setLong(1, delayMs);
+                s.setString(2, id);
+            } else {
+                s.setString(1, id);
+            }
+            s.executeUpdate();
+        } catch (SQLException e) {
+            // The row stays RUNNING and is made PENDING again after the claim timeout: delivered again.
+            log.warn(
+                    "delayed retry {} could not be settled, it is delivered again after the claim timeout: {}",
+                    id,
+                    e.toString());
+        }
+    }
+}

@@ -1,0 +1,122 @@
+package dev.leasehold.spring;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.util.concurrent.CompletableFuture;
+import org.junit.jupiter.api.Test;
+import org.springframework.aop.Advisor;
+import org.springframework.aop.support.DefaultPointcutAdvisor;
+import org.springframework.boot.autoconfigure.AutoConfigurations;
+import org.springframework.boot.autoconfigure.aop.AopAutoConfiguration;
+import org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration;
+import org.springframework.boot.jdbc.autoconfigure.DataSourceTransactionManagerAutoConfiguration;
+import org.springframework.boot.test.context.runner.ApplicationContextRunner;
+import org.springframework.boot.transaction.autoconfigure.TransactionAutoConfiguration;
+import org.springframework.context.annotation.Configuration;
+import org.springframework.core.Ordered;
+import org.springframework.transaction.annotation.EnableTransactionManagement;
+import org.springframework.transaction.annotation.Transactional;
+import reactor.core.publisher.Mono;
+
+/** What Leasehold refuses at startup rather than running unprotected. */
+class StartupChecksTest {
+
+    private final ApplicationContextRunner memory = new ApplicationContextRunner()
+            .withConfiguration(AutoConfigurations.of(AopAutoConfiguration.class, LeaseholdAutoConfiguration.class))
+            .withPropertyValues("leasehold.backend=memory", "leasehold.stale-scan.enabled=false");
+
+    /** Asynchronous results: the lease would end before the work does. */
+    public static class AsyncJobs {
+        @Locked(namespace = "async", key = "#id")
+        public CompletableFuture<String> future(String id) {
+            return CompletableFuture.supplyAsync(() -> id);
+        }
+
+        @Locked(namespace = "async", key = "#id")
+        public Mono<String> mono(String id) {
+            return Mono.just(id);
+        }
+    }
+
+    /** RETRY_LATER on a method with a result. */
+    public static class ValuedRetry {
+        @Locked(namespace = "valued", key = "#id", onBusy = Locked.OnBusy.RETRY_LATER)
+        public int count(String id) {
+            return 1;
+        }
+    }
+
+    @Test
+    void asyncReturnTypesAreRefusedAtStartupNamingTheMethod() {
+        memory.withBean(AsyncJobs.class).run(context -> {
+            assertThat(context).hasFailed();
+            assertThat(context.getStartupFailure())
+                    .hasMessageContaining("AsyncJobs.future returns CompletableFuture")
+                    .hasMessageContaining("AsyncJobs.mono returns Mono")
+                    .hasMessageContaining("before asynchronous work runs");
+        });
+    }
+
+    @Test
+    void retryLaterOnAMethodWithAResultIsRefusedAtStartup() {
+        memory.withBean(ValuedRetry.class).run(context -> {
+            assertThat(context).hasFailed();
+            assertThat(context.getStartupFailure()).hasMessageContaining("ValuedRetry.count returns int");
+        });
+    }
+
+    /** A transactional, locked service. */
+    public static class Payments {
+        @Locked(namespace = "pay", key = "#id")
+        @Transactional
+        public void pay(String id) {}
+    }
+
+    /** Transactions ordered before every other advice: outside @Locked. */
+    @Configuration(proxyBeanMethods = false)
+    @EnableTransactionManagement(order = Ordered.HIGHEST_PRECEDENCE)
+    static class EarlyTransactions {}
+
+    private ApplicationContextRunner withTransactions() {
+        return memory.withConfiguration(AutoConfigurations.of(
+                        DataSourceAutoConfiguration.class,
+                        DataSourceTransactionManagerAutoConfiguration.class,
+                        TransactionAutoConfiguration.class))
+                .withPropertyValues("spring.datasource.url=jdbc:h2:mem:order-" + System.nanoTime())
+                .withBean(Payments.class);
+    }
+
+    @Test
+    void aTransactionAdvisorOutsideLockedIsRefusedAtStartup() {
+        withTransactions().withUserConfiguration(EarlyTransactions.class).run(context -> {
+            assertThat(context).hasFailed();
+            assertThat(context.getStartupFailure())
+                    .hasMessageContaining("transaction advisor")
+                    .hasMessageContaining("leasehold.lock.advisor-order");
+        });
+    }
+
+    @Test
+    void bootsDefaultTransactionOrderPassesAndTheAdvisorOrderIsConfigurable() {
+        withTransactions().run(context -> assertThat(context).hasNotFailed());
+        withTransactions().withPropertyValues("leasehold.lock.advisor-order=-5").run(context -> {
+            assertThat(context).hasNotFailed();
+            assertThat(context.getBeansOfType(Advisor.class).values())
+                    .filteredOn(
+                            a -> a instanceof DefaultPointcutAdvisor d && d.getAdvice() instanceof LazyInterceptor<?>)
+                    .extracting(a -> ((Ordered) a).getOrder())
+                    .contains(-5);
+        });
+    }
+
+    @Test
+    void badSettingsFailStartupNamingTheProperty() {
+        memory.withPropertyValues("leasehold.lock.lease-time=0s", "leasehold.retry.max-attempts=0")
+                .run(context -> {
+                    assertThat(context).hasFailed();
+                    assertThat(context.getStartupFailure())
+                            .hasStackTraceContaining("leasehold.lock.lease-time must be > 0, was PT0S")
+                            .hasStackTraceContaining("leasehold.retry.max-attempts must be >= 1, was 0");
+                });
+    }
+}

@@ -1,0 +1,58 @@
+package dev.leasehold.spring.schema;
+
+import dev.leasehold.testkit.TestServices;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.util.UUID;
+
+/** A fresh, empty database on a shared server, dropped when closed, so a test owns its whole schema. */
+record TestDatabases(String url, String user, String password, Runnable drop) implements AutoCloseable {
+
+    static TestDatabases h2() {
+        String name = "flyway-" + UUID.randomUUID();
+        return new TestDatabases("jdbc:h2:mem:" + name + ";DB_CLOSE_DELAY=-1", "sa", "", () -> {
+            try (Connection c = DriverManager.getConnection("jdbc:h2:mem:" + name, "sa", "");
+                    Statement s = c.createStatement()) {
+                s.execute("SHUTDOWN");
+            } catch (SQLException e) {
+                throw new IllegalStateException(e);
+            }
+        });
+    }
+
+    static TestDatabases postgres() {
+        return on(TestServices.postgres(), "\"", "\"");
+    }
+
+    static TestDatabases mariadb() {
+        return on(TestServices.mariadb(), "`", "`");
+    }
+
+    private static TestDatabases on(TestServices.JdbcEndpoint server, String open, String close) {
+        String name = "lh_fw_" + UUID.randomUUID().toString().replace("-", "").substring(0, 12);
+        exec(server, "CREATE DATABASE " + open + name + close);
+        int slash = server.url().lastIndexOf('/');
+        int query = server.url().indexOf('?', slash);
+        String url = server.url().substring(0, slash + 1)
+                + name
+                + (query < 0 ? "" : server.url().substring(query));
+        return new TestDatabases(
+                url, server.user(), server.password(), () -> exec(server, "DROP DATABASE " + open + name + close));
+    }
+
+    private static void exec(TestServices.JdbcEndpoint server, String sql) {
+        try (Connection c = DriverManager.getConnection(server.url(), server.user(), server.password());
+                Statement s = c.createStatement()) {
+            s.execute(sql);
+        } catch (SQLException e) {
+            throw new IllegalStateException(sql + " failed", e);
+        }
+    }
+
+    @Override
+    public void close() {
+        drop.run();
+    }
+}
