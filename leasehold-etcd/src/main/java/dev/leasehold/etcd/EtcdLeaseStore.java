@@ -16,6 +16,7 @@ import io.etcd.jetcd.KV;
 import io.etcd.jetcd.KeyValue;
 import io.etcd.jetcd.Lease;
 import io.etcd.jetcd.Watch;
+import io.etcd.jetcd.common.exception.CompactedException;
 import io.etcd.jetcd.kv.GetResponse;
 import io.etcd.jetcd.kv.TxnResponse;
 import io.etcd.jetcd.lease.LeaseGrantResponse;
@@ -112,7 +113,7 @@ public final class EtcdLeaseStore implements LeaseStore {
     /** The etcd lease of each grant this store made or renewed, so renewals need no lookup. */
     private final ConcurrentHashMap<String, Bound> bound = new ConcurrentHashMap<>();
 
-    private final Set<Watch.Watcher> watchers = ConcurrentHashMap.newKeySet();
+    private final Set<Subscription> subscriptions = ConcurrentHashMap.newKeySet();
     private final AtomicBoolean closed = new AtomicBoolean();
 
     private record Bound(String owner, long leaseId) {}
@@ -401,26 +402,33 @@ public final class EtcdLeaseStore implements LeaseStore {
         ByteSequence leaseKey = keys.lease(key);
         ByteSequence markerKey = keys.keyMarker(key);
         String rendered = key.render();
-        WatchOption option = WatchOption.builder()
+        Function<Long, WatchOption> options = revision -> WatchOption.builder()
                 .isPrefix(true)
                 .withPrevKV(true)
                 .withCreateNotify(true)
                 .withRequireLeader(true)
+                .withRevision(revision)
                 .build();
         return watch(
-                rendered, leaseKey, option, response -> keyNotices(rendered, leaseKey, markerKey, response), onRelease);
+                rendered,
+                leaseKey,
+                options,
+                response -> keyNotices(rendered, leaseKey, markerKey, response),
+                onRelease,
+                new ReleaseNotice(rendered, 0, false));
     }
 
     @Override
     public ReleaseSubscription subscribeForceReleases(Consumer<ReleaseNotice> onForceRelease) {
         Objects.requireNonNull(onForceRelease, "onForceRelease is missing (null)");
-        WatchOption option = WatchOption.builder()
+        Function<Long, WatchOption> options = revision -> WatchOption.builder()
                 .isPrefix(true)
                 .withNoDelete(true)
                 .withCreateNotify(true)
                 .withRequireLeader(true)
+                .withRevision(revision)
                 .build();
-        return watch("(force-releases)", keys.storeMarkerPrefix(), option, this::forceNotices, onForceRelease);
+        return watch("(force-releases)", keys.storeMarkerPrefix(), options, this::forceNotices, onForceRelease, null);
     }
 
     private static List<ReleaseNotice> keyNotices(
@@ -475,55 +483,147 @@ public final class EtcdLeaseStore implements LeaseStore {
     private ReleaseSubscription watch(
             String what,
             ByteSequence from,
-            WatchOption option,
+            Function<Long, WatchOption> options,
             Function<WatchResponse, List<ReleaseNotice>> decoder,
-            Consumer<ReleaseNotice> onRelease) {
+            Consumer<ReleaseNotice> onRelease,
+            ReleaseNotice onGap) {
         if (closed.get()) {
             throw new IllegalStateException("the etcd lease store is closed");
         }
-        CompletableFuture<Void> created = new CompletableFuture<>();
-        Watch.Listener listener = Watch.listener(
-                response -> {
-                    if (response.isCreatedNotify()) {
-                        created.complete(null);
-                    }
-                    for (ReleaseNotice notice : decoder.apply(response)) {
-                        try {
-                            onRelease.accept(notice);
-                        } catch (RuntimeException e) {
-                            log.warn("a release callback for {} failed", what, e);
-                        }
-                    }
-                },
-                error -> {
-                    if (!created.completeExceptionally(error)) {
-                        log.warn("the etcd watch of {} ended; waiters fall back to polling", what, error);
-                    }
-                });
-        Watch.Watcher watcher = watch.watch(from, option, listener);
-        watchers.add(watcher);
+        Subscription subscription = new Subscription(what, from, options, decoder, onRelease, onGap);
+        subscriptions.add(subscription);
+        subscription.open();
         try {
             // Returns once etcd confirmed the watch: a release after this is delivered.
-            created.get(timeout.toMillis(), TimeUnit.MILLISECONDS);
+            subscription.created.get(timeout.toMillis(), TimeUnit.MILLISECONDS);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            closeWatcher(watcher);
+            subscription.close();
             throw new LeaseStoreException("subscribe to releases", what, e);
         } catch (ExecutionException | TimeoutException e) {
-            closeWatcher(watcher);
+            subscription.close();
             throw new LeaseStoreException(
                     "subscribe to releases", what, e instanceof ExecutionException ? e.getCause() : e);
         }
-        AtomicBoolean done = new AtomicBoolean();
-        return () -> {
-            if (done.compareAndSet(false, true)) {
-                closeWatcher(watcher);
-            }
-        };
+        return subscription;
     }
 
-    private void closeWatcher(Watch.Watcher watcher) {
-        watchers.remove(watcher);
+    /**
+     * One watch that outlives the etcd member it runs on: when the stream ends (the member died or
+     * lost its leader), it is opened again on the client's next member from the revision after the
+     * last one seen, so no release in between is missed. If etcd compacted that revision away, the
+     * watch starts from now and {@code onGap} (a notice with fence 0, when there is one) wakes the
+     * waiters, who then try the key themselves.
+     */
+    private final class Subscription implements ReleaseSubscription {
+        final String what;
+        final ByteSequence from;
+        final Function<Long, WatchOption> options;
+        final Function<WatchResponse, List<ReleaseNotice>> decoder;
+        final Consumer<ReleaseNotice> onRelease;
+        final ReleaseNotice onGap;
+        final CompletableFuture<Void> created = new CompletableFuture<>();
+        final AtomicBoolean ended = new AtomicBoolean();
+        private long revision; // guarded by this: the last revision delivered
+        private int failures; // guarded by this
+        private Watch.Watcher watcher; // guarded by this
+
+        Subscription(
+                String what,
+                ByteSequence from,
+                Function<Long, WatchOption> options,
+                Function<WatchResponse, List<ReleaseNotice>> decoder,
+                Consumer<ReleaseNotice> onRelease,
+                ReleaseNotice onGap) {
+            this.what = what;
+            this.from = from;
+            this.options = options;
+            this.decoder = decoder;
+            this.onRelease = onRelease;
+            this.onGap = onGap;
+        }
+
+        synchronized void open() {
+            if (ended.get()) {
+                return;
+            }
+            if (watcher != null) {
+                closeQuietly(watcher);
+            }
+            watcher = watch.watch(
+                    from, options.apply(revision == 0 ? 0 : revision + 1), Watch.listener(this::onNext, this::onError));
+        }
+
+        private void onNext(WatchResponse response) {
+            synchronized (this) {
+                failures = 0;
+                List<WatchEvent> events = response.getEvents();
+                if (!events.isEmpty()) {
+                    revision = Math.max(
+                            revision,
+                            events.get(events.size() - 1).getKeyValue().getModRevision());
+                } else {
+                    revision = Math.max(revision, response.getHeader().getRevision());
+                }
+            }
+            if (response.isCreatedNotify()) {
+                created.complete(null);
+            }
+            decoder.apply(response).forEach(this::fire);
+        }
+
+        private void onError(Throwable error) {
+            if (ended.get() || created.completeExceptionally(error)) {
+                return; // closed, or the first open failed and subscribe() reports it
+            }
+            long delay;
+            synchronized (this) {
+                if (error instanceof CompactedException) {
+                    revision = 0;
+                    if (onGap != null) {
+                        fire(onGap);
+                    } else {
+                        log.warn("the etcd watch of {} missed compacted revisions", what);
+                    }
+                }
+                delay = Math.min(2000, 50L << Math.min(failures, 6));
+                failures++;
+            }
+            log.debug("the etcd watch of {} ended ({}); reopening in {} ms", what, error.toString(), delay);
+            CompletableFuture.runAsync(this::reopen, CompletableFuture.delayedExecutor(delay, TimeUnit.MILLISECONDS));
+        }
+
+        private void reopen() {
+            try {
+                open();
+            } catch (RuntimeException e) {
+                onError(e);
+            }
+        }
+
+        private void fire(ReleaseNotice notice) {
+            try {
+                onRelease.accept(notice);
+            } catch (RuntimeException e) {
+                log.warn("a release callback for {} failed", what, e);
+            }
+        }
+
+        @Override
+        public void close() {
+            if (ended.compareAndSet(false, true)) {
+                subscriptions.remove(this);
+                synchronized (this) {
+                    if (watcher != null) {
+                        closeQuietly(watcher);
+                        watcher = null;
+                    }
+                }
+            }
+        }
+    }
+
+    private static void closeQuietly(Watch.Watcher watcher) {
         try {
             watcher.close();
         } catch (RuntimeException e) {
@@ -540,7 +640,7 @@ public final class EtcdLeaseStore implements LeaseStore {
     @Override
     public void close() {
         if (closed.compareAndSet(false, true)) {
-            List.copyOf(watchers).forEach(this::closeWatcher);
+            List.copyOf(subscriptions).forEach(Subscription::close);
             bound.clear();
         }
     }
