@@ -32,6 +32,12 @@ class Api {
             @NotBlank String ledgerId,
             @NotBlank @Size(max = 100) String title) {}
 
+    record NewMember(
+            @NotBlank
+            @Size(max = 32)
+            @Pattern(regexp = "[A-Za-z0-9_\\-]+", message = "must be letters, digits, '_' or '-'")
+            String userId) {}
+
     record NewMessage(
             @NotBlank @Size(max = 2000) String content,
 
@@ -52,16 +58,45 @@ class Api {
     }
 
     @GetMapping("/ledgers")
-    List<Map<String, Object>> ledgers(HttpServletRequest request) {
+    List<LedgerRepository.Ledger> ledgers(HttpServletRequest request) {
         return repository.ledgers(user(request).id());
     }
 
     @GetMapping("/ledgers/{id}/transactions")
     List<LedgerRepository.Transaction> transactions(HttpServletRequest request, @PathVariable String id) {
-        if (!repository.isMember(id, user(request).id())) {
-            throw new ChatService.Refused(404, "ledger-not-found", "ledger " + id + " does not exist");
-        }
+        member(request, id);
         return repository.transactions(id);
+    }
+
+    @GetMapping("/ledgers/{id}/members")
+    List<LedgerRepository.Member> members(HttpServletRequest request, @PathVariable String id) {
+        member(request, id);
+        return repository.members(id);
+    }
+
+    /**
+     * Shares a ledger (S1.15): its owner adds a member by user id; members book and read it. Adding
+     * a member twice is one membership. A non-member gets 404 (the ledger's existence is not told),
+     * a member who is not the owner 403.
+     */
+    @PostMapping("/ledgers/{id}/members")
+    List<LedgerRepository.Member> addMember(
+            HttpServletRequest request, @PathVariable String id, @Valid @RequestBody NewMember body) {
+        member(request, id);
+        if (!repository.ledgerOwner(id).orElse("").equals(user(request).id())) {
+            throw new ChatService.Refused(403, "not-ledger-owner", "only the owner of ledger " + id + " adds members");
+        }
+        if (!repository.userExists(body.userId())) {
+            throw new ChatService.Refused(404, "user-not-found", "user " + body.userId() + " does not exist");
+        }
+        repository.addMember(id, body.userId());
+        return repository.members(id);
+    }
+
+    private void member(HttpServletRequest request, String ledgerId) {
+        if (!repository.isMember(ledgerId, user(request).id())) {
+            throw new ChatService.Refused(404, "ledger-not-found", "ledger " + ledgerId + " does not exist");
+        }
     }
 
     @GetMapping("/sessions")
@@ -71,9 +106,7 @@ class Api {
 
     @PostMapping("/sessions")
     LedgerRepository.Session newSession(HttpServletRequest request, @Valid @RequestBody NewSession body) {
-        if (!repository.isMember(body.ledgerId(), user(request).id())) {
-            throw new ChatService.Refused(404, "ledger-not-found", "ledger " + body.ledgerId() + " does not exist");
-        }
+        member(request, body.ledgerId());
         return repository.insertSession(user(request).id(), body.ledgerId(), body.title());
     }
 
@@ -128,6 +161,13 @@ class Api {
                 e.getMessage() + "; the message was not answered and can be sent again with the same clientRequestId");
         problem.setType(URI.create("https://leasehold.dev/problems/ledger/model-failed"));
         return ResponseEntity.status(502).body(problem);
+    }
+
+    @ExceptionHandler(ChatService.BookingFailed.class)
+    ResponseEntity<ProblemDetail> bookingFailed(ChatService.BookingFailed e) {
+        ProblemDetail problem = ProblemDetail.forStatusAndDetail(HttpStatusCode.valueOf(500), e.getMessage());
+        problem.setType(URI.create("https://leasehold.dev/problems/ledger/booking-failed"));
+        return ResponseEntity.status(500).body(problem);
     }
 
     @ExceptionHandler(MethodArgumentNotValidException.class)

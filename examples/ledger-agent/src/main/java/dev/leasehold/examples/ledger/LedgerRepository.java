@@ -1,5 +1,6 @@
 package dev.leasehold.examples.ledger;
 
+import dev.leasehold.jdbc.Database;
 import java.math.BigDecimal;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -8,14 +9,17 @@ import java.sql.Timestamp;
 import java.time.Instant;
 import java.time.LocalDate;
 import java.util.List;
-import java.util.Map;
 import java.util.Optional;
 import java.util.UUID;
 import org.springframework.dao.DuplicateKeyException;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.stereotype.Repository;
+import org.springframework.transaction.support.TransactionTemplate;
 
-/** Plain SQL over users, ledgers, categories, transactions, sessions and messages. */
+/**
+ * Plain SQL over users, ledgers, members, categories, transactions, sessions, messages and the
+ * persisted rounds of chat requests.
+ */
 @Repository
 class LedgerRepository {
 
@@ -29,10 +33,33 @@ class LedgerRepository {
 
     record Transaction(String id, String type, BigDecimal amount, String category, String note, String occurredOn) {}
 
-    private final JdbcTemplate jdbc;
+    record Ledger(String id, String name, String ownerId, boolean owned) {}
 
-    LedgerRepository(JdbcTemplate jdbc) {
+    record Member(String userId, String name, boolean owner) {}
+
+    /*
+     * Ownership of a chat request, in ONE statement against its request record (S1.10: asserted
+     * before and after each model call): refreshes the heartbeat only while the record is still
+     * PROCESSING under this execution's token. 0 rows: another execution took it over, or it ended.
+     */
+    private static final String OWN_REQUEST = """
+            UPDATE leasehold_request SET updated_at_ms = {now}
+             WHERE id = ? AND status = 'PROCESSING' AND lease_token = ?
+            """;
+
+    /* A round's plan; the primary key (request, round) lets exactly one plan per round exist. */
+    private static final String INSERT_ROUND =
+            "INSERT INTO chat_round (request_id, round_no, reply_json, created_at) VALUES (?, ?, ?, ?)";
+
+    private final JdbcTemplate jdbc;
+    private final TransactionTemplate transactions;
+    private final String ownRequest;
+
+    LedgerRepository(JdbcTemplate jdbc, TransactionTemplate transactions) {
         this.jdbc = jdbc;
+        this.transactions = transactions;
+        this.ownRequest = OWN_REQUEST.replace(
+                "{now}", Database.detect(jdbc.getDataSource()).nowMillisSql());
     }
 
     static String newId() {
@@ -73,11 +100,41 @@ class LedgerRepository {
         }
     }
 
-    List<Map<String, Object>> ledgers(String userId) {
-        return jdbc.queryForList(
-                "SELECT l.id, l.name FROM ledger l JOIN ledger_member m ON m.ledger_id = l.id"
-                        + " WHERE m.user_id = ? ORDER BY l.name",
+    List<Ledger> ledgers(String userId) {
+        return jdbc.query(
+                "SELECT l.id, l.name, l.owner_id FROM ledger l JOIN ledger_member m ON m.ledger_id = l.id"
+                        + " WHERE m.user_id = ? ORDER BY l.name, l.id",
+                (rs, i) -> new Ledger(
+                        rs.getString(1),
+                        rs.getString(2),
+                        rs.getString(3),
+                        rs.getString(3).equals(userId)),
                 userId);
+    }
+
+    /** The owner of a ledger, if it exists. */
+    Optional<String> ledgerOwner(String ledgerId) {
+        return jdbc.queryForList("SELECT owner_id FROM ledger WHERE id = ?", String.class, ledgerId).stream()
+                .findFirst();
+    }
+
+    /** Adds a member unless already one (the primary key decides a race, S1.13); returns whether it added. */
+    boolean addMember(String ledgerId, String userId) {
+        try {
+            jdbc.update("INSERT INTO ledger_member (ledger_id, user_id) VALUES (?, ?)", ledgerId, userId);
+            return true;
+        } catch (DuplicateKeyException alreadyMember) {
+            return false;
+        }
+    }
+
+    List<Member> members(String ledgerId) {
+        return jdbc.query(
+                "SELECT u.id, u.name, CASE WHEN l.owner_id = u.id THEN 1 ELSE 0 END FROM ledger_member m"
+                        + " JOIN app_user u ON u.id = m.user_id JOIN ledger l ON l.id = m.ledger_id"
+                        + " WHERE m.ledger_id = ? ORDER BY u.id",
+                (rs, i) -> new Member(rs.getString(1), rs.getString(2), rs.getInt(3) == 1),
+                ledgerId);
     }
 
     boolean isMember(String ledgerId, String userId) {
@@ -214,7 +271,45 @@ class LedgerRepository {
                 sessionId);
     }
 
-    int transactionsOf(String requestId) {
-        return jdbc.queryForObject("SELECT COUNT(*) FROM ledger_tx WHERE request_id = ?", Integer.class, requestId);
+    /**
+     * Whether this execution still owns the chat request: one statement (see {@link #OWN_REQUEST}).
+     */
+    boolean ownsRequest(String requestId, String token) {
+        return jdbc.update(ownRequest, requestId, token) == 1;
+    }
+
+    /** The persisted plans of a request's rounds, by round number (1 first). */
+    List<String> rounds(String requestId) {
+        return jdbc.queryForList(
+                "SELECT reply_json FROM chat_round WHERE request_id = ? ORDER BY round_no", String.class, requestId);
+    }
+
+    /** The outcome of persisting a round's plan. */
+    enum RoundSaved {
+        /** This execution's plan is now the round's plan. */
+        SAVED,
+        /** Another execution persisted the round first: its plan is the round's plan. */
+        ALREADY_PERSISTED,
+        /** This execution no longer owns the request: nothing was written. */
+        NOT_OWNER
+    }
+
+    /**
+     * Persists a round's plan if this execution still owns the request, in one transaction: the
+     * ownership statement (which also locks the request row until commit, so no take-over can
+     * interleave) and the insert.
+     */
+    RoundSaved saveRound(String requestId, String token, int round, String replyJson) {
+        try {
+            return transactions.execute(status -> {
+                if (jdbc.update(ownRequest, requestId, token) != 1) {
+                    return RoundSaved.NOT_OWNER;
+                }
+                jdbc.update(INSERT_ROUND, requestId, round, replyJson, Timestamp.from(Instant.now()));
+                return RoundSaved.SAVED;
+            });
+        } catch (DuplicateKeyException persistedFirst) {
+            return RoundSaved.ALREADY_PERSISTED;
+        }
     }
 }

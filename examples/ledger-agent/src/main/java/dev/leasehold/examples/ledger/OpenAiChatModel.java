@@ -126,17 +126,30 @@ public final class OpenAiChatModel implements Model {
         if (message.isMissingNode() || !message.isObject()) {
             throw new ModelException("the model's answer has no choices[0].message", null);
         }
+        JsonNode content = message.path("content");
+        if (!content.isMissingNode() && !content.isNull() && !content.isTextual()) {
+            throw new ModelException(
+                    "the model's content must be text or null, was "
+                            + content.getNodeType().name().toLowerCase(java.util.Locale.ROOT),
+                    null);
+        }
+        JsonNode toolCalls = message.path("tool_calls");
+        if (!toolCalls.isMissingNode() && !toolCalls.isNull() && !toolCalls.isArray()) {
+            throw new ModelException("the model's tool_calls must be a list", null);
+        }
         List<ToolCall> calls = new ArrayList<>();
-        for (JsonNode call : message.path("tool_calls")) {
+        for (JsonNode call : toolCalls) {
             JsonNode function = call.path("function");
-            String name = function.path("name").asText(null);
-            String arguments = function.path("arguments").asText(null);
-            if (name == null || arguments == null || call.path("id").asText(null) == null) {
+            JsonNode arguments = function.path("arguments");
+            String name =
+                    function.path("name").isTextual() ? function.get("name").asText() : null;
+            String id = call.path("id").isTextual() ? call.get("id").asText() : null;
+            if (name == null || id == null || arguments.isMissingNode() || arguments.isNull()) {
                 throw new ModelException("the model sent a tool call without id, name or arguments", null);
             }
-            calls.add(new ToolCall(call.get("id").asText(), name, arguments));
+            // The protocol sends arguments as a JSON text; some servers send the object itself.
+            calls.add(new ToolCall(id, name, arguments.isTextual() ? arguments.asText() : arguments.toString()));
         }
-        JsonNode content = message.path("content");
         if (calls.isEmpty() && (content.isMissingNode() || content.isNull())) {
             throw new ModelException("the model sent neither text nor tool calls", null);
         }

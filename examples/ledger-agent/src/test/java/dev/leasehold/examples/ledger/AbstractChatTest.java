@@ -7,10 +7,10 @@ import dev.leasehold.LeaseOptions;
 import dev.leasehold.LockKey;
 import dev.leasehold.LockOwner;
 import dev.leasehold.LockService;
+import dev.leasehold.examples.ledger.ChatHttp.Result;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.CyclicBarrier;
 import java.util.concurrent.ExecutorService;
@@ -27,7 +27,6 @@ import org.springframework.boot.test.context.TestConfiguration;
 import org.springframework.boot.test.web.server.LocalServerPort;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Primary;
-import org.springframework.http.MediaType;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.web.client.RestClient;
 
@@ -91,38 +90,16 @@ abstract class AbstractChatTest {
         model.calls.set(0);
         model.failOnCall = -1;
         model.override = null;
-        alice = RestClient.builder()
-                .baseUrl("http://127.0.0.1:" + port)
-                .defaultHeader("Authorization", "Bearer alice-token")
-                .build();
-        session = String.valueOf(alice.post()
-                .uri("/api/sessions")
-                .contentType(MediaType.APPLICATION_JSON)
-                .body(Map.of("ledgerId", "alice-ledger", "title", "test"))
-                .retrieve()
-                .body(Map.class)
-                .get("id"));
+        alice = ChatHttp.as(port, "alice-token");
+        session = ChatHttp.newSession(alice, "alice-ledger");
     }
 
     private Result send(RestClient client, String content, String requestId) {
-        return client.post()
-                .uri("/api/sessions/{s}/messages", session)
-                .contentType(MediaType.APPLICATION_JSON)
-                .body(Map.of("content", content, "clientRequestId", requestId))
-                .exchange((q, r) -> new Result(
-                        r.getStatusCode().value(),
-                        new String(r.getBody().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8),
-                        "true".equals(r.getHeaders().getFirst("Idempotent-Replayed"))));
+        return ChatHttp.send(client, session, content, requestId);
     }
 
-    record Result(int status, String body, boolean replayed) {}
-
-    private int booked(String requestFilter) {
-        return jdbc.queryForObject(
-                "SELECT COUNT(*) FROM ledger_tx t JOIN leasehold_request r ON r.id = t.request_id"
-                        + " WHERE r.client_key = ?",
-                Integer.class,
-                requestFilter);
+    private int booked(String clientKey) {
+        return ChatHttp.booked(jdbc, clientKey);
     }
 
     @Test
@@ -211,7 +188,7 @@ abstract class AbstractChatTest {
     }
 
     @Test
-    void crashBetweenTheToolsCommitAndTheReplyIsRecoveredWithoutASecondTransactionOrModelCall() {
+    void aModelThatDiesBeforeTheReplyIsAskedAgainOnlyForTheUnansweredRoundAndNothingIsBookedTwice() {
         model.failOnCall = 3; // rounds 1 and 2 run, the tool books, then the model dies before the reply
         String id = "req-" + UUID.randomUUID();
         Result crashed = send(alice, "taxi 30", id);
@@ -223,8 +200,36 @@ abstract class AbstractChatTest {
         Result recovered = send(alice, "taxi 30", id);
         assertThat(recovered.status()).isEqualTo(200);
         assertThat(recovered.body()).contains("Booked 1").contains("交通");
-        assertThat(model.calls.get()).as("no second model call").isEqualTo(callsBefore);
+        assertThat(model.calls.get())
+                .as("rounds 1 and 2 were persisted: only round 3 is asked")
+                .isEqualTo(callsBefore + 1);
         assertThat(booked(id)).as("no second transaction").isEqualTo(1);
+    }
+
+    @Test
+    void identicalItemsInOneMessageAreTwoBookings() {
+        String id = "req-" + UUID.randomUUID();
+        Result result = send(alice, "coffee 5, coffee 5", id);
+        assertThat(result.status()).as(result.body()).isEqualTo(200);
+        assertThat(result.body()).contains("Booked 2");
+        assertThat(booked(id)).isEqualTo(2);
+    }
+
+    @Test
+    void aRequestTakenOverWhileTheModelRunsStopsRightAfterTheCall() {
+        String id = "req-" + UUID.randomUUID();
+        model.override = (system, conversation) -> {
+            // Another execution claims the request while this one waits for the model.
+            jdbc.update("UPDATE leasehold_request SET lease_token = 'another-execution' WHERE client_key = ?", id);
+            return model.real.next(system, conversation);
+        };
+        Result result = send(alice, "lunch 5", id);
+        assertThat(result.status()).as(result.body()).isEqualTo(409);
+        assertThat(result.body()).contains("taken over");
+        assertThat(model.calls.get())
+                .as("ownership is checked in the database after the call: no second round")
+                .isEqualTo(1);
+        assertThat(booked(id)).isZero();
     }
 
     @Test
@@ -306,10 +311,7 @@ abstract class AbstractChatTest {
         Integer unauthenticated = nobody.get().uri("/api/ledgers").exchange((q, r) -> r.getStatusCode()
                 .value());
         assertThat(unauthenticated).isEqualTo(401);
-        RestClient bob = RestClient.builder()
-                .baseUrl("http://127.0.0.1:" + port)
-                .defaultHeader("Authorization", "Bearer bob-token")
-                .build();
+        RestClient bob = ChatHttp.as(port, "bob-token");
         assertThat(send(bob, "lunch 5", "req-" + UUID.randomUUID()).status())
                 .as("another user's session")
                 .isEqualTo(404);

@@ -1,44 +1,36 @@
 package dev.leasehold.examples.ledger;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
 
+import dev.leasehold.Lease;
 import dev.leasehold.LeaseOptions;
 import dev.leasehold.LockKey;
 import dev.leasehold.LockOwner;
 import dev.leasehold.LockService;
-import java.io.File;
-import java.nio.file.Files;
-import java.nio.file.Path;
 import java.time.Duration;
+import java.util.regex.Pattern;
 import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.openqa.selenium.By;
-import org.openqa.selenium.OutputType;
-import org.openqa.selenium.TakesScreenshot;
 import org.openqa.selenium.WebDriver;
-import org.openqa.selenium.chrome.ChromeDriver;
-import org.openqa.selenium.chrome.ChromeDriverService;
-import org.openqa.selenium.chrome.ChromeOptions;
 import org.openqa.selenium.support.ui.ExpectedConditions;
 import org.openqa.selenium.support.ui.WebDriverWait;
 import org.springframework.beans.factory.annotation.Autowired;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.boot.test.web.server.LocalServerPort;
+import org.springframework.jdbc.core.JdbcTemplate;
 
 /**
- * The web page in headless Chromium (Debian's chromium and chromium-driver): log in, chat, see the
- * transactions appear, and see "previous message still processing" on a 409 until the message
- * goes through. Skipped, with a message, where Chromium is not installed.
+ * The web page in headless Chromium with the embedded model: log in, chat, see the transactions
+ * appear with two decimals, and on a busy session see "previous message still processing" while the
+ * page resends the same request as often as {@code Retry-After} says, a bounded number of times.
  */
 @SpringBootTest(
         webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT,
         properties = "spring.datasource.url=jdbc:h2:mem:ledger-browser;DB_CLOSE_DELAY=-1")
 class ChatPageBrowserTest {
-
-    private static final File CHROMIUM = new File("/usr/bin/chromium");
-    private static final File DRIVER = new File("/usr/bin/chromedriver");
 
     @LocalServerPort
     int port;
@@ -46,35 +38,17 @@ class ChatPageBrowserTest {
     @Autowired
     LockService locks;
 
+    @Autowired
+    JdbcTemplate jdbc;
+
     private WebDriver browser;
     private WebDriverWait wait;
 
     @BeforeEach
     void open() throws Exception {
-        Assumptions.assumeTrue(
-                CHROMIUM.canExecute() && DRIVER.canExecute(),
-                "Chromium is not installed (apt-get install chromium chromium-driver): the browser test is skipped");
-        Path profile = Files.createTempDirectory("ledger-chromium");
-        ChromeOptions options = new ChromeOptions();
-        options.setBinary(CHROMIUM);
-        options.addArguments(
-                "--headless=new",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-dev-shm-usage",
-                "--no-first-run",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-                "--disable-quic",
-                "--window-size=1200,900",
-                "--user-data-dir=" + profile);
-        ChromeDriverService service = new ChromeDriverService.Builder()
-                .usingDriverExecutable(DRIVER)
-                .usingAnyFreePort()
-                .build();
-        browser = new ChromeDriver(service, options);
+        browser = Chromium.start();
         wait = new WebDriverWait(browser, Duration.ofSeconds(30));
+        Chromium.logIn(browser, wait, port);
     }
 
     @AfterEach
@@ -84,38 +58,89 @@ class ChatPageBrowserTest {
         }
     }
 
-    @Test
-    void chatBooksTransactionsAndWaitsOutABusySession() throws Exception {
-        browser.get("http://localhost:" + port + "/");
-        browser.findElement(By.id("login")).click();
-        wait.until(ExpectedConditions.textToBe(By.id("who"), "Logged in"));
-        wait.until(d -> !d.findElements(By.cssSelector("#ledger option")).isEmpty());
+    private Lease holdSession() {
+        String session = String.valueOf(Chromium.script(browser, "return state.session"));
+        return locks.tryAcquire(
+                        LockKey.of("session", session), LeaseOptions.defaults(), LockOwner.create("other message"))
+                .orElseThrow();
+    }
 
-        browser.findElement(By.id("message")).sendKeys("打车30，午饭20");
-        browser.findElement(By.id("send")).click();
+    @Test
+    void chatBooksTransactionsShowsMoneyWithTwoDecimalsAndWaitsOutABusySession() throws Exception {
+        Chromium.type(browser, "打车30，午饭20");
         wait.until(ExpectedConditions.textToBePresentInElementLocated(By.id("chat"), "Booked 2"));
         wait.until(d -> d.findElements(By.cssSelector("#transactions tr")).size() >= 2);
         assertThat(browser.findElement(By.id("transactions")).getText())
                 .contains("交通")
-                .contains("餐饮");
+                .contains("餐饮")
+                .contains("30.00")
+                .contains("20.00");
 
-        // Another message is "in progress" on this session: the page says so and keeps trying.
-        String session = String.valueOf(
-                ((org.openqa.selenium.JavascriptExecutor) browser).executeScript("return state.session"));
-        var held = locks.tryAcquire(
-                        LockKey.of("session", session), LeaseOptions.defaults(), LockOwner.create("other message"))
-                .orElseThrow();
-        browser.findElement(By.id("message")).sendKeys("lunch 12");
-        browser.findElement(By.id("send")).click();
+        // Another message is "in progress" on this session: the page says so and retries.
+        Lease held = holdSession();
+        Chromium.type(browser, "lunch 12");
         wait.until(ExpectedConditions.textToBePresentInElementLocated(
-                By.id("status"), "previous message still processing"));
+                By.id("status"), "previous message still processing; retrying in 1 s"));
         held.close();
         wait.until(ExpectedConditions.textToBePresentInElementLocated(By.id("chat"), "Booked 1"));
         wait.until(ExpectedConditions.textToBe(By.id("status"), ""));
         wait.until(d -> d.findElements(By.cssSelector("#transactions tr")).size() >= 3);
+        Chromium.screenshot(browser, "ledger-chat-page.png");
+    }
 
-        Path shot = Path.of("target", "ledger-chat-page.png");
-        Files.createDirectories(shot.getParent());
-        Files.write(shot, ((TakesScreenshot) browser).getScreenshotAs(OutputType.BYTES));
+    @Test
+    void aSessionBusyForLongerThanTheRetriesLeavesTheMessagePendingAndItsResendBooksOnce() {
+        Lease held = holdSession();
+        try {
+            Chromium.type(browser, "taxi 17");
+            wait.until(ExpectedConditions.textToBePresentInElementLocated(
+                    By.id("status"), "previous message still processing"));
+            wait.until(ExpectedConditions.attributeToBe(By.id("status"), "data-state", "gave-up"));
+            assertThat(browser.findElement(By.id("send")).getText()).isEqualTo("Send again");
+            String id = String.valueOf(Chromium.script(browser, "return state.pending.id"));
+            // Each refused attempt claimed the request once: one first try and 5 retries, then no more.
+            await().during(Duration.ofSeconds(2)).atMost(Duration.ofSeconds(5)).until(() -> attempts(id) == 6);
+            held.close();
+            held = null;
+            browser.findElement(By.id("send")).click();
+            wait.until(ExpectedConditions.textToBePresentInElementLocated(By.id("chat"), "Booked 1"));
+            assertThat(ChatHttp.booked(jdbc, id)).isEqualTo(1);
+            assertThat(Chromium.script(browser, "return state.pending")).isNull();
+        } finally {
+            if (held != null) {
+                held.close();
+            }
+        }
+    }
+
+    @Test
+    void anAnswerLostToTheNetworkIsResentWithTheSameIdAndBookedOnce() {
+        // The message reaches the server and is booked, but the answer never reaches the page.
+        Chromium.script(browser, """
+                const real = window.fetch;
+                let cut = false;
+                window.fetch = (url, options) => {
+                  if (!cut && options && options.method === 'POST' && url.endsWith('/messages')) {
+                    cut = true;
+                    return real(url, options).then(() => { throw new TypeError('connection reset'); });
+                  }
+                  return real(url, options);
+                };
+                """);
+        Chromium.type(browser, "dinner 42.5");
+        wait.until(ExpectedConditions.textMatches(By.id("status"), Pattern.compile("(?i)network error")));
+        String id = String.valueOf(Chromium.script(browser, "return state.pending.id"));
+        assertThat(ChatHttp.booked(jdbc, id)).isEqualTo(1);
+
+        Chromium.type(browser, "dinner 42.5");
+        wait.until(ExpectedConditions.textToBePresentInElementLocated(By.id("chat"), "Booked 1"));
+        assertThat(ChatHttp.booked(jdbc, id))
+                .as("the resend replayed the answer")
+                .isEqualTo(1);
+        wait.until(ExpectedConditions.textToBePresentInElementLocated(By.id("transactions"), "42.50"));
+    }
+
+    private long attempts(String clientKey) {
+        return jdbc.queryForObject("SELECT fence FROM leasehold_request WHERE client_key = ?", Long.class, clientKey);
     }
 }
