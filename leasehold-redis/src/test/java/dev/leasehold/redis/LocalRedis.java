@@ -87,6 +87,16 @@ final class LocalRedis implements AutoCloseable {
     }
 
     Process sentinel(int port, int masterPort, String masterName) throws IOException, InterruptedException {
+        return sentinel(port, masterPort, masterName, 1, Duration.ofSeconds(5));
+    }
+
+    /**
+     * A sentinel monitoring {@code masterName}: the master is down for it after {@code downAfter}
+     * without an answer, and {@code quorum} sentinels must agree before a failover (which may take
+     * 5 s before it is tried again).
+     */
+    Process sentinel(int port, int masterPort, String masterName, int quorum, Duration downAfter)
+            throws IOException, InterruptedException {
         Path config = dir.resolve("sentinel-" + port + ".conf");
         Files.writeString(
                 config,
@@ -96,8 +106,9 @@ final class LocalRedis implements AutoCloseable {
                         "bind 127.0.0.1",
                         "dir " + dir,
                         "logfile sentinel-" + port + ".log",
-                        "sentinel monitor " + masterName + " 127.0.0.1 " + masterPort + " 1",
-                        "sentinel down-after-milliseconds " + masterName + " 5000",
+                        "sentinel monitor " + masterName + " 127.0.0.1 " + masterPort + " " + quorum,
+                        "sentinel down-after-milliseconds " + masterName + " " + downAfter.toMillis(),
+                        "sentinel failover-timeout " + masterName + " 5000",
                         ""),
                 StandardCharsets.UTF_8);
         return start(List.of("redis-server", config.toString(), "--sentinel"), port);

@@ -9,6 +9,8 @@ import java.net.ServerSocket;
 import java.net.Socket;
 import java.net.URI;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.Supplier;
@@ -31,6 +33,10 @@ import redis.embedded.RedisServer;
  *       root);
  *   <li>otherwise the calling test is skipped (aborted) with a message naming the missing service.
  * </ol>
+ *
+ * <p>etcd is found the same way ({@code LEASEHOLD_ETCD_URL}, comma-separated client URLs; then
+ * 127.0.0.1:2379), else a node is started from the {@code etcd} binary (Debian's {@code
+ * etcd-server}). Clusters for fault tests are always started fresh: see {@link #etcdCluster}.
  *
  * <p>Each service is resolved once per JVM; embedded servers stop when the JVM exits. Thread-safe.
  */
@@ -64,6 +70,35 @@ public final class TestServices {
      * @param origin how it was found: {@code environment}, {@code local} or {@code embedded}
      */
     public record JdbcEndpoint(String url, String user, String password, String origin) {}
+
+    /**
+     * Where an etcd cluster answers.
+     *
+     * @param endpoints the client URLs, such as {@code http://127.0.0.1:2379}
+     * @param origin how it was found: {@code environment}, {@code local} or {@code started}
+     */
+    public record EtcdEndpoint(List<String> endpoints, String origin) {}
+
+    /** A reachable etcd, or the calling test is skipped with a message naming what is missing. */
+    public static EtcdEndpoint etcd() {
+        return resolve("etcd", TestServices::findEtcd);
+    }
+
+    /**
+     * A new cluster of {@code size} etcd members on free loopback ports, owned by the caller (who
+     * closes it) so that it may kill and restart members. Heartbeat 100 ms and election timeout
+     * 1 s, so etcd's shortest lease is 2 s. Skips the calling test, naming the binary, where {@code
+     * etcd} is not installed.
+     */
+    public static EtcdCluster etcdCluster(int size) throws IOException, InterruptedException {
+        if (!EtcdCluster.installed()) {
+            Assumptions.abort(ETCD_MISSING);
+        }
+        return EtcdCluster.start(size, Duration.ofMillis(100), Duration.ofSeconds(1));
+    }
+
+    private static final String ETCD_MISSING = "etcd: the '" + EtcdCluster.BINARY + "' binary is not installed"
+            + " (Debian package etcd-server) and neither LEASEHOLD_ETCD_URL nor 127.0.0.1:2379 answers";
 
     /** A reachable Redis, or the calling test is skipped with a message naming what is missing. */
     public static RedisEndpoint redis() {
@@ -118,6 +153,35 @@ public final class TestServices {
         } catch (IOException | RuntimeException e) {
             return "Redis: nothing at LEASEHOLD_REDIS_URL or 127.0.0.1:6379, and the embedded server could not start: "
                     + e;
+        }
+    }
+
+    private static Object findEtcd() {
+        String url = System.getenv("LEASEHOLD_ETCD_URL");
+        if (url != null && !url.isBlank()) {
+            List<String> endpoints = List.of(url.trim().split("\\s*,\\s*"));
+            URI first = URI.create(endpoints.get(0));
+            if (portOpen(first.getHost(), first.getPort() > 0 ? first.getPort() : 2379)) {
+                return new EtcdEndpoint(endpoints, "environment");
+            }
+            return "etcd: LEASEHOLD_ETCD_URL=" + url + " does not accept connections";
+        }
+        if (portOpen("127.0.0.1", 2379)) {
+            return new EtcdEndpoint(List.of("http://127.0.0.1:2379"), "local");
+        }
+        if (!EtcdCluster.installed()) {
+            return ETCD_MISSING;
+        }
+        try {
+            // A lone node elects itself at once: short timings make etcd's shortest lease 1 s.
+            EtcdCluster node = EtcdCluster.start(1, Duration.ofMillis(50), Duration.ofMillis(500));
+            Runtime.getRuntime().addShutdownHook(new Thread(node::close, "etcd-stop"));
+            return new EtcdEndpoint(node.endpoints(), "started");
+        } catch (IOException | RuntimeException e) {
+            return "etcd: the etcd binary is installed but a node could not start: " + e;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return "etcd: interrupted while starting a node";
         }
     }
 

@@ -32,6 +32,31 @@ class TestServicesTest {
         assertReachable(mariadb.url());
     }
 
+    @Test
+    void etcdIsFoundOrStartedAndAnswersItsHealthCheck() throws Exception {
+        TestServices.EtcdEndpoint etcd = TestServices.etcd();
+        assertThat(etcd.origin()).isIn("environment", "local", "started");
+        java.net.http.HttpResponse<String> health = java.net.http.HttpClient.newHttpClient()
+                .send(
+                        java.net.http.HttpRequest.newBuilder(
+                                        java.net.URI.create(etcd.endpoints().get(0) + "/health"))
+                                .build(),
+                        java.net.http.HttpResponse.BodyHandlers.ofString());
+        assertThat(health.body()).contains("\"health\":\"true\"");
+    }
+
+    @Test
+    void anEtcdClusterElectsANewLeaderWhenItsLeaderIsKilled() throws Exception {
+        try (EtcdCluster cluster = TestServices.etcdCluster(3)) {
+            int leader = cluster.awaitLeader(java.time.Duration.ofSeconds(20));
+            cluster.kill(leader);
+            int next = cluster.awaitLeader(java.time.Duration.ofSeconds(20));
+            assertThat(next).isNotEqualTo(leader);
+            cluster.restart(leader);
+            assertThat(cluster.running(leader)).isTrue();
+        }
+    }
+
     private static void assertReachable(String jdbcUrl) throws IOException {
         java.net.URI uri = java.net.URI.create(jdbcUrl.substring("jdbc:".length()));
         try (Socket socket = new Socket()) {
