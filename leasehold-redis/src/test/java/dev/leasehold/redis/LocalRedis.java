@@ -160,6 +160,25 @@ final class LocalRedis implements AutoCloseable {
         return output;
     }
 
+    /** Sends {@code signal} (such as {@code STOP}, {@code CONT}) to a process with {@code kill}. */
+    static void signal(Process process, String signal) throws IOException, InterruptedException {
+        Process kill = new ProcessBuilder("kill", "-" + signal, String.valueOf(process.pid()))
+                .redirectErrorStream(true)
+                .start();
+        String output = new String(kill.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        if (!kill.waitFor(10, TimeUnit.SECONDS) || kill.exitValue() != 0) {
+            throw new IOException("kill -" + signal + " " + process.pid() + " failed: " + output);
+        }
+    }
+
+    /** Kills a server with {@code SIGKILL} (no save, no AOF flush) and waits until it is gone. */
+    static void crash(Process process) throws InterruptedException {
+        process.destroyForcibly();
+        if (!process.waitFor(10, TimeUnit.SECONDS)) {
+            throw new IllegalStateException("redis-server " + process.pid() + " survived SIGKILL for 10 s");
+        }
+    }
+
     @Override
     public void close() {
         for (Process process : processes) {
