@@ -81,16 +81,25 @@ final class ServerChecks {
                     MINIMUM);
             return version;
         }
-        if (version.get().compareTo(MINIMUM) < 0) {
-            throw new IllegalStateException("Redis at " + server + " is version " + version.get() + ": Leasehold needs"
+        requireAtLeast(server, version.get(), needed, neededFor);
+        return version;
+    }
+
+    /**
+     * Refuses {@code version} when older than {@link #MINIMUM} or than {@code needed}.
+     *
+     * @throws IllegalStateException naming the server, its version and the version needed
+     */
+    static void requireAtLeast(String server, Version version, Version needed, String neededFor) {
+        if (version.compareTo(MINIMUM) < 0) {
+            throw new IllegalStateException("Redis at " + server + " is version " + version + ": Leasehold needs"
                     + " Redis " + MINIMUM + " or later, whose scripts replicate their effects, so that a script may"
                     + " read the server's clock (TIME) before it writes a lease");
         }
-        if (version.get().compareTo(needed) < 0) {
-            throw new IllegalStateException("Redis at " + server + " is version " + version.get() + ": " + neededFor
+        if (version.compareTo(needed) < 0) {
+            throw new IllegalStateException("Redis at " + server + " is version " + version + ": " + neededFor
                     + " needs Redis " + needed + " or later");
         }
-        return version;
     }
 
     /**
