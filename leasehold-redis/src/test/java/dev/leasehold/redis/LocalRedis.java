@@ -160,6 +160,15 @@ final class LocalRedis implements AutoCloseable {
         return output;
     }
 
+    /** A client of the server on {@code port}, with a 2 s command timeout; the caller shuts it down. */
+    static io.lettuce.core.RedisClient client(int port) {
+        return io.lettuce.core.RedisClient.create(io.lettuce.core.RedisURI.builder()
+                .withHost("127.0.0.1")
+                .withPort(port)
+                .withTimeout(Duration.ofSeconds(2))
+                .build());
+    }
+
     /** Sends {@code signal} (such as {@code STOP}, {@code CONT}) to a process with {@code kill}. */
     static void signal(Process process, String signal) throws IOException, InterruptedException {
         Process kill = new ProcessBuilder("kill", "-" + signal, String.valueOf(process.pid()))

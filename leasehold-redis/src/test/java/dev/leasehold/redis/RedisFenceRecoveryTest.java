@@ -135,11 +135,7 @@ class RedisFenceRecoveryTest {
     }
 
     private RedisLeaseStore store(int port) {
-        RedisClient client = RedisClient.create(RedisURI.builder()
-                .withHost("127.0.0.1")
-                .withPort(port)
-                .withTimeout(Duration.ofSeconds(2))
-                .build());
+        RedisClient client = LocalRedis.client(port);
         clients.add(client);
         RedisLeaseStore store = RedisLeaseStore.builder(client).build();
         stores.add(store);

@@ -9,7 +9,6 @@ import dev.leasehold.LockOwner;
 import dev.leasehold.spi.AcquireResult;
 import dev.leasehold.testkit.RawLease;
 import io.lettuce.core.RedisClient;
-import io.lettuce.core.RedisURI;
 import io.lettuce.core.api.StatefulRedisConnection;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -166,11 +165,7 @@ class RedisReplicaAcknowledgementTest {
     }
 
     private RedisClient client(int port) {
-        RedisClient client = RedisClient.create(RedisURI.builder()
-                .withHost("127.0.0.1")
-                .withPort(port)
-                .withTimeout(Duration.ofSeconds(2))
-                .build());
+        RedisClient client = LocalRedis.client(port);
         clients.add(client);
         return client;
     }
