@@ -10,8 +10,12 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.Callable;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+import org.awaitility.Awaitility;
+import org.awaitility.core.ConditionTimeoutException;
 import org.junit.jupiter.api.Assumptions;
 
 /**
@@ -80,6 +84,8 @@ final class LocalRedis implements AutoCloseable {
                 "no",
                 "--dir",
                 dir.toString(),
+                "--dbfilename",
+                "dump-" + port + ".rdb",
                 "--logfile",
                 "redis-" + port + ".log"));
         command.addAll(List.of(extra));
@@ -186,6 +192,41 @@ final class LocalRedis implements AutoCloseable {
         if (!process.waitFor(10, TimeUnit.SECONDS)) {
             throw new IllegalStateException("redis-server " + process.pid() + " survived SIGKILL for 10 s");
         }
+    }
+
+    /**
+     * Waits for a topology change; when it does not happen in time, the failure carries the tail of
+     * every server and sentinel log of this test, so a slow or broken failover can be read from the
+     * test report alone.
+     */
+    void await(String what, Duration atMost, Callable<Boolean> condition) {
+        try {
+            Awaitility.await(what)
+                    .atMost(atMost)
+                    .pollInterval(Duration.ofMillis(200))
+                    .ignoreExceptions()
+                    .until(condition);
+        } catch (ConditionTimeoutException e) {
+            throw new AssertionError(what + " did not happen within " + atMost + "\n" + logs(), e);
+        }
+    }
+
+    /** The last lines of each log file the servers of this test wrote. */
+    String logs() {
+        StringBuilder text = new StringBuilder();
+        try (Stream<Path> files = Files.list(dir)) {
+            for (Path file : files.filter(f -> f.getFileName().toString().endsWith(".log"))
+                    .sorted()
+                    .toList()) {
+                List<String> lines = Files.readAllLines(file, StandardCharsets.UTF_8);
+                text.append("--- ").append(file.getFileName()).append('\n');
+                lines.subList(Math.max(0, lines.size() - 25), lines.size())
+                        .forEach(line -> text.append(line).append('\n'));
+            }
+        } catch (IOException e) {
+            text.append("(logs could not be read: ").append(e).append(")\n");
+        }
+        return text.toString();
     }
 
     @Override

@@ -1,7 +1,6 @@
 package dev.leasehold.redis;
 
 import static org.assertj.core.api.Assertions.assertThat;
-import static org.awaitility.Awaitility.await;
 
 import dev.leasehold.Lease;
 import dev.leasehold.testkit.FailoverRun;
@@ -47,17 +46,15 @@ class RedisSentinelFailoverTest {
             redis.sentinel(sentinels[i], nodes[0], MASTER_NAME, 2, Duration.ofSeconds(1));
         }
         // Each sentinel knows the replica and the two other sentinels before the run starts.
-        await().atMost(Duration.ofSeconds(30))
-                .pollInterval(Duration.ofMillis(200))
-                .until(() -> {
-                    for (int sentinel : sentinels) {
-                        String info = redis.cli("-p", String.valueOf(sentinel), "info", "sentinel");
-                        if (!info.contains("slaves=1,sentinels=3")) {
-                            return false;
-                        }
-                    }
-                    return true;
-                });
+        redis.await("every sentinel to know the replica and the other sentinels", Duration.ofSeconds(60), () -> {
+            for (int sentinel : sentinels) {
+                String info = redis.cli("-p", String.valueOf(sentinel), "info", "sentinel");
+                if (!info.contains("slaves=1,sentinels=3")) {
+                    return false;
+                }
+            }
+            return true;
+        });
     }
 
     @AfterEach
@@ -147,18 +144,17 @@ class RedisSentinelFailoverTest {
 
     private Process replicaOf(int node, int masterPort) throws Exception {
         Process process = redis.server(nodes[node], "--replicaof", "127.0.0.1", String.valueOf(masterPort));
-        await().atMost(Duration.ofSeconds(30))
-                .pollInterval(Duration.ofMillis(100))
-                .until(() -> redis.cli("-p", String.valueOf(nodes[node]), "info", "replication")
+        redis.await(
+                "node " + nodes[node] + " to sync as a replica of " + masterPort,
+                Duration.ofSeconds(90),
+                () -> redis.cli("-p", String.valueOf(nodes[node]), "info", "replication")
                         .contains("master_link_status:up"));
         return process;
     }
 
     private void awaitMasterIs(int port) {
-        await().atMost(Duration.ofSeconds(60))
-                .pollInterval(Duration.ofMillis(100))
-                .until(() -> redis.cli(
-                                "-p", String.valueOf(sentinels[0]), "sentinel", "get-master-addr-by-name", MASTER_NAME)
-                        .contains(String.valueOf(port)));
+        redis.await("the sentinels to promote " + port, Duration.ofSeconds(90), () -> redis.cli(
+                        "-p", String.valueOf(sentinels[0]), "sentinel", "get-master-addr-by-name", MASTER_NAME)
+                .contains(String.valueOf(port)));
     }
 }
