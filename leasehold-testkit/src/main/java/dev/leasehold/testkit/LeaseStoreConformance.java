@@ -68,6 +68,24 @@ public abstract class LeaseStoreConformance {
      */
     protected abstract Optional<RawLease> rawLease(LockKey key);
 
+    /**
+     * Optional, where the backend can simulate it: saves the backend's state now and returns how to
+     * bring that older state back later, as a restart from an older snapshot, a restore from a
+     * backup or a promoted replica that missed writes would; the test's store must work again
+     * after it (it may have to reconnect, which the suite waits for). Empty (the default) skips
+     * {@link #fencesNeverRepeatAfterARestoreOfOlderState}.
+     */
+    protected Optional<OlderState> simulateRestoreFromOlderState() throws Exception {
+        return Optional.empty();
+    }
+
+    /** Brings back the state saved by {@link #simulateRestoreFromOlderState()}. */
+    @FunctionalInterface
+    public interface OlderState {
+        /** Replaces the backend's state with the saved one. */
+        void restore() throws Exception;
+    }
+
     /** A lease short enough to watch expire, long enough to be renewed reliably on this backend. */
     protected Duration shortLease() {
         return Duration.ofMillis(800);
@@ -302,6 +320,50 @@ public abstract class LeaseStoreConformance {
 
         for (int i = 1; i < fences.size(); i++) {
             assertThat(fences.get(i)).as("fence %d of %s", i, fences).isGreaterThan(fences.get(i - 1));
+        }
+    }
+
+    @Test
+    void fencesNeverRepeatAfterARestoreOfOlderState() throws Exception {
+        LockKey key = key("restored");
+        List<Long> before = new ArrayList<>();
+        for (int i = 0; i < 3; i++) {
+            String owner = owner();
+            before.add(fenceOf(store.tryAcquire(key, owner, Duration.ofSeconds(30))));
+            assertThat(store.release(key, owner)).isTrue();
+        }
+        Optional<OlderState> saved = simulateRestoreFromOlderState();
+        Assumptions.assumeTrue(saved.isPresent(), store.name() + " test cannot simulate a restore of older state");
+        for (int i = 0; i < 3; i++) {
+            String owner = owner();
+            before.add(fenceOf(store.tryAcquire(key, owner, Duration.ofSeconds(30))));
+            assertThat(store.release(key, owner)).isTrue();
+        }
+        before.add(fenceOf(store.tryAcquire(key, owner(), Duration.ofSeconds(30)))); // held through the restore
+
+        saved.get().restore();
+
+        long highest = Collections.max(before);
+        for (int i = 0; i < 3; i++) {
+            String owner = owner();
+            AtomicLong fence = new AtomicLong();
+            // One owner for every attempt: an attempt whose answer was lost in a reconnect is re-entered.
+            await().atMost(Duration.ofSeconds(30))
+                    .pollInterval(Duration.ofMillis(100))
+                    .ignoreExceptions()
+                    .until(() -> {
+                        if (store.tryAcquire(key, owner, Duration.ofSeconds(30)) instanceof AcquireResult.Granted g) {
+                            fence.set(g.grant().fence());
+                            return true;
+                        }
+                        store.forceRelease(key); // a holder the restored state still has
+                        return false;
+                    });
+            assertThat(fence.get())
+                    .as("fence %d after the restore; fences before it: %s", i, before)
+                    .isGreaterThan(highest);
+            highest = fence.get();
+            assertThat(store.release(key, owner)).isTrue();
         }
     }
 
