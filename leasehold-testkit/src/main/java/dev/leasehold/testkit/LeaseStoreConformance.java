@@ -91,6 +91,29 @@ public abstract class LeaseStoreConformance {
         return Duration.ofMillis(800);
     }
 
+    /**
+     * Optional: a store whose commands (statements, round trips) are counted at the server, for
+     * {@link #eachOperationIsOneCommandAtTheServer}. Empty (the default) skips that check.
+     */
+    protected Optional<CommandCounter> commandCounter() {
+        return Optional.empty();
+    }
+
+    /**
+     * Counts what the server receives from one store: statements or round trips, whichever the
+     * backend can count; its own counting is not included. Closed after the check.
+     */
+    public interface CommandCounter extends AutoCloseable {
+        /** The store whose commands are counted. */
+        LeaseStore store();
+
+        /** Commands the server received from {@link #store()} so far. */
+        long commands();
+
+        @Override
+        default void close() {}
+    }
+
     /** The store of the running test. */
     protected LeaseStore store;
 
@@ -759,6 +782,39 @@ public abstract class LeaseStoreConformance {
             f.get(60, TimeUnit.SECONDS);
         }
         assertThat(served).containsExactly(0, 1, 2, 3, 4, 5, 6, 7);
+    }
+
+    // ------------------------------------------------------------------ cost
+
+    @Test
+    void eachOperationIsOneCommandAtTheServer() {
+        Optional<CommandCounter> counter = commandCounter();
+        Assumptions.assumeTrue(counter.isPresent(), store.name() + " test counts no commands at the server");
+        try (CommandCounter counting = counter.get()) {
+            LeaseStore counted = counting.store();
+            LockKey key = key("counted");
+            String owner = owner();
+            String other = owner();
+            assertOneCommand(counting, "acquire", () -> fenceOf(counted.tryAcquire(key, owner, Duration.ofSeconds(30))));
+            assertOneCommand(
+                    counting,
+                    "busy acquire",
+                    () -> assertThat(counted.tryAcquire(key, other, Duration.ofSeconds(30)))
+                            .isInstanceOf(AcquireResult.Busy.class));
+            assertOneCommand(
+                    counting, "renew", () -> assertThat(counted.renew(key, owner, Duration.ofSeconds(30))).isPresent());
+            assertOneCommand(counting, "inspect", () -> assertThat(counted.inspect(key)).isPresent());
+            assertOneCommand(counting, "release", () -> assertThat(counted.release(key, owner)).isTrue());
+            fenceOf(counted.tryAcquire(key, other, Duration.ofSeconds(30)));
+            assertOneCommand(counting, "force-release", () -> assertThat(counted.forceRelease(key)).isTrue());
+            assertThat(rawLease(key)).isEmpty();
+        }
+    }
+
+    private static void assertOneCommand(CommandCounter counter, String operation, Runnable call) {
+        long before = counter.commands();
+        call.run();
+        assertThat(counter.commands() - before).as("commands the server received for %s", operation).isEqualTo(1);
     }
 
     // ------------------------------------------------------------------ robustness
