@@ -495,8 +495,8 @@ abstract class AbstractIdempotencyTest {
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("JSON");
         assertThatThrownBy(() -> records.begin(scope, " ", fingerprint("{}")))
-                .isInstanceOf(IllegalArgumentException.class)
-                .hasMessageContaining("client key");
+                .isInstanceOf(InvalidIdempotencyKeyException.class)
+                .hasMessageContaining("idempotency key is missing");
         assertThatThrownBy(() -> records.begin(scope, "k", "not-a-hash"))
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("fingerprint");
@@ -505,7 +505,7 @@ abstract class AbstractIdempotencyTest {
 
     // ------------------------------------------------------------------ helpers
 
-    private static String book(Connection c, String requestId, long amount) throws SQLException {
+    static String book(Connection c, String requestId, long amount) throws SQLException {
         String id = "tx-" + UUID.randomUUID();
         try (PreparedStatement s =
                 c.prepareStatement("INSERT INTO leasehold_test_ledger (id, request_id, amount) VALUES (?, ?, ?)")) {
@@ -518,7 +518,11 @@ abstract class AbstractIdempotencyTest {
     }
 
     private int ledgerRows(String requestId) {
-        try (Connection c = dataSource().getConnection();
+        return ledgerRows(dataSource(), requestId);
+    }
+
+    static int ledgerRows(DataSource dataSource, String requestId) {
+        try (Connection c = dataSource.getConnection();
                 PreparedStatement s =
                         c.prepareStatement("SELECT COUNT(*) FROM leasehold_test_ledger WHERE request_id = ?")) {
             s.setString(1, requestId);
