@@ -139,7 +139,8 @@ public final class CanonicalJson {
                 case '\r' -> out.append("\\r");
                 default -> {
                     if (c < 0x20) {
-                        out.append("\\u00").append(Character.toUpperCase(Character.forDigit(c >> 4, 16)))
+                        out.append("\\u00")
+                                .append(Character.toUpperCase(Character.forDigit(c >> 4, 16)))
                                 .append(Character.toUpperCase(Character.forDigit(c & 0xF, 16)));
                     } else {
                         out.append(c);
@@ -339,7 +340,8 @@ public final class CanonicalJson {
         private void checkSurrogates(String value) {
             for (int i = 0; i < value.length(); i++) {
                 char c = value.charAt(i);
-                if (Character.isHighSurrogate(c) && i + 1 < value.length()
+                if (Character.isHighSurrogate(c)
+                        && i + 1 < value.length()
                         && Character.isLowSurrogate(value.charAt(i + 1))) {
                     i++;
                 } else if (Character.isSurrogate(c)) {

@@ -9,7 +9,8 @@ public class ClaimExpiredException extends IdempotencyConflictException {
 
     /** The claim on {@code clientKey} expired. */
     public ClaimExpiredException(String clientKey, String detail) {
-        super(Reason.TAKEN_OVER,
+        super(
+                Reason.TAKEN_OVER,
                 "the claim on request " + clientKey + " could not be renewed in time (" + detail
                         + "); another execution may own it now, so this one stops and commits nothing");
     }

@@ -15,9 +15,10 @@ public class CommitOutcomeUnknownException extends LeaseholdException {
 
     /** The commit of the request with {@code clientKey} failed with {@code cause}. */
     public CommitOutcomeUnknownException(String clientKey, Throwable cause) {
-        super("the commit of request " + clientKey + " failed (" + cause
-                + "), so it is unknown whether it took effect; retrying with the same idempotency key is safe:"
-                + " it returns the stored result if the commit took effect and runs the request once if not",
+        super(
+                "the commit of request " + clientKey + " failed (" + cause
+                        + "), so it is unknown whether it took effect; retrying with the same idempotency key is safe:"
+                        + " it returns the stored result if the commit took effect and runs the request once if not",
                 cause);
         this.clientKey = clientKey;
     }

@@ -32,8 +32,8 @@ public final class IdempotencyKeys {
             if (Character.isISOControl(c)) {
                 throw new InvalidIdempotencyKeyException(
                         InvalidIdempotencyKeyException.Rule.CONTROL_CHARACTER,
-                        "idempotency key must not contain control characters; found U+"
-                                + String.format("%04X", (int) c) + " at index " + i);
+                        "idempotency key must not contain control characters; found U+" + String.format("%04X", (int) c)
+                                + " at index " + i);
             }
         }
         try {

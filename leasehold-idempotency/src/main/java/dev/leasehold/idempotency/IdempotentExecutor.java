@@ -174,7 +174,9 @@ public final class IdempotentExecutor implements AutoCloseable {
             try {
                 taken = locks.tryAcquire(
                         submission.sessionKey(),
-                        LeaseOptions.builder().leaseFor(submission.sessionLease()).build(),
+                        LeaseOptions.builder()
+                                .leaseFor(submission.sessionLease())
+                                .build(),
                         LockOwner.withToken(handle.token(), "request " + handle.id()));
             } catch (RuntimeException e) {
                 giveBackQuietly(handle, "session lease failed: " + e, e);
@@ -452,7 +454,9 @@ public final class IdempotentExecutor implements AutoCloseable {
             } catch (RuntimeException e) {
                 unknown.addSuppressed(e);
             }
-            log.warn("commit of request {} failed; outcome unknown, a retry with the same key is safe", handle.id(),
+            log.warn(
+                    "commit of request {} failed; outcome unknown, a retry with the same key is safe",
+                    handle.id(),
                     cause);
             return unknown;
         }

@@ -5,8 +5,8 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
-import java.time.Duration;
 import java.sql.Types;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
@@ -230,7 +230,8 @@ public final class RequestRecords {
      */
     public void complete(RequestHandle handle, StoredResponse response) {
         Objects.requireNonNull(response, "response is missing (null)");
-        int updated = Jdbc.autoCommit(dataSource, "complete request", handle.id(), c -> markSuccess(c, handle, response));
+        int updated =
+                Jdbc.autoCommit(dataSource, "complete request", handle.id(), c -> markSuccess(c, handle, response));
         if (updated != 1) {
             throw takenOver(handle);
         }

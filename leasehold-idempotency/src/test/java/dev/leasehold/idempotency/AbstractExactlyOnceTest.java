@@ -105,7 +105,8 @@ abstract class AbstractExactlyOnceTest {
     private IdempotentExecutor.TransactionalWork pay(AtomicInteger runs) {
         return (tx, context) -> {
             runs.incrementAndGet();
-            return new StoredResponse(201, AbstractIdempotencyTest.book(tx, context.request().id(), 35));
+            return new StoredResponse(
+                    201, AbstractIdempotencyTest.book(tx, context.request().id(), 35));
         };
     }
 
@@ -130,7 +131,9 @@ abstract class AbstractExactlyOnceTest {
     void haltRightAfterTheBusinessCommitLeavesExactlyOnePaymentAfterTheRetry() throws Exception {
         long started = System.nanoTime();
         assertThat(runChild("after-commit")).as("child halted at its commit").isEqualTo(CrashingPayment.HALTED);
-        assertThat(payments("k-after")).as("the payment committed before the halt").isEqualTo(1);
+        assertThat(payments("k-after"))
+                .as("the payment committed before the halt")
+                .isEqualTo(1);
 
         AtomicInteger runs = new AtomicInteger();
         IdempotentExecutor.Outcome retry = retryUntilAnswered("k-after", pay(runs));
@@ -143,7 +146,9 @@ abstract class AbstractExactlyOnceTest {
                 runs.get(),
                 payments("k-after"));
         assertThat(retry).isInstanceOfSatisfying(IdempotentExecutor.Completed.class, done -> {
-            assertThat(done.replayed()).as("the SUCCESS mark committed with the payment").isTrue();
+            assertThat(done.replayed())
+                    .as("the SUCCESS mark committed with the payment")
+                    .isTrue();
             assertThat(done.response().status()).isEqualTo(201);
         });
         assertThat(runs.get()).isZero();
@@ -157,8 +162,7 @@ abstract class AbstractExactlyOnceTest {
 
         AtomicInteger runs = new AtomicInteger();
         IdempotentExecutor.Outcome retry = retryUntilAnswered("k-before", pay(runs));
-        assertThat(retry).isInstanceOfSatisfying(IdempotentExecutor.Completed.class, done -> assertThat(
-                        done.replayed())
+        assertThat(retry).isInstanceOfSatisfying(IdempotentExecutor.Completed.class, done -> assertThat(done.replayed())
                 .isFalse());
         assertThat(runs.get()).as("the stale claim was taken over and run once").isEqualTo(1);
         assertThat(payments("k-before")).isEqualTo(1);
@@ -175,7 +179,8 @@ abstract class AbstractExactlyOnceTest {
                         "-XX:TieredStopAtLevel=1",
                         "-XX:+UseSerialGC",
                         "-cp",
-                        Arrays.stream(classPath.split(File.pathSeparator)).collect(Collectors.joining(File.pathSeparator)),
+                        Arrays.stream(classPath.split(File.pathSeparator))
+                                .collect(Collectors.joining(File.pathSeparator)),
                         CrashingPayment.class.getName(),
                         endpoint.url(),
                         endpoint.user(),
@@ -189,7 +194,9 @@ abstract class AbstractExactlyOnceTest {
                 .redirectOutput(log.toFile())
                 .start();
         try {
-            assertThat(child.waitFor(60, TimeUnit.SECONDS)).as("child ended, see " + log).isTrue();
+            assertThat(child.waitFor(60, TimeUnit.SECONDS))
+                    .as("child ended, see " + log)
+                    .isTrue();
             return child.exitValue();
         } finally {
             child.destroyForcibly();
@@ -252,6 +259,7 @@ abstract class AbstractExactlyOnceTest {
     }
 
     @Test
+    @SuppressWarnings("deprecation") // the request's fence is keyed by its resource name, not a LockKey yet
     void requestFenceLetsFencedUpdateRefuseAnOlderExecution() throws Exception {
         FencedUpdate fenced = FencedUpdate.on(dataSource(), database());
         AtomicBoolean fresh = new AtomicBoolean();
@@ -283,7 +291,8 @@ abstract class AbstractExactlyOnceTest {
             real.rollback();
             throw new SQLException("connection lost during commit (simulated)", "08006");
         });
-        assertThatThrownBy(() -> executor.executeInTransaction(submission("k-lost"), lostBeforeCommit, pay(new AtomicInteger())))
+        assertThatThrownBy(() ->
+                        executor.executeInTransaction(submission("k-lost"), lostBeforeCommit, pay(new AtomicInteger())))
                 .isInstanceOf(CommitOutcomeUnknownException.class)
                 .hasMessageContaining("retrying with the same idempotency key is safe");
         assertThat(payments("k-lost")).isZero();
@@ -301,10 +310,12 @@ abstract class AbstractExactlyOnceTest {
             real.commit();
             throw new SQLException("connection lost after commit (simulated)", "08006");
         });
-        assertThatThrownBy(() -> executor.executeInTransaction(submission("k-reply"), lostAfterCommit, pay(new AtomicInteger())))
+        assertThatThrownBy(() ->
+                        executor.executeInTransaction(submission("k-reply"), lostAfterCommit, pay(new AtomicInteger())))
                 .isInstanceOf(CommitOutcomeUnknownException.class);
         AtomicInteger runs = new AtomicInteger();
-        IdempotentExecutor.Outcome retry = executor.executeInTransaction(submission("k-reply"), dataSource(), pay(runs));
+        IdempotentExecutor.Outcome retry =
+                executor.executeInTransaction(submission("k-reply"), dataSource(), pay(runs));
         assertThat(retry).isInstanceOfSatisfying(IdempotentExecutor.Completed.class, d -> assertThat(d.replayed())
                 .isTrue());
         assertThat(runs.get()).isZero();
@@ -372,7 +383,8 @@ abstract class AbstractExactlyOnceTest {
                 paymentRunning.countDown();
                 release.await(30, TimeUnit.SECONDS);
                 try (Connection conn = dataSource().getConnection()) {
-                    return new StoredResponse(201, AbstractIdempotencyTest.book(conn, c.request().id(), 35));
+                    return new StoredResponse(
+                            201, AbstractIdempotencyTest.book(conn, c.request().id(), 35));
                 }
             };
             Future<IdempotentExecutor.Outcome> b = pool.submit(() -> executor.execute(submission("k-pay"), payB));
@@ -420,7 +432,9 @@ abstract class AbstractExactlyOnceTest {
                     paymentRuns.get(),
                     payments("k-pay"),
                     executor.heartbeatFailures());
-            assertThat(paymentRuns.get()).as("the live payment was never taken over").isEqualTo(1);
+            assertThat(paymentRuns.get())
+                    .as("the live payment was never taken over")
+                    .isEqualTo(1);
             assertThat(payments("k-pay")).as("exactly one payment").isEqualTo(1);
             assertThat(records.find(scope, "k-long").orElseThrow().status()).isEqualTo("SUCCESS");
         } finally {
@@ -435,8 +449,8 @@ abstract class AbstractExactlyOnceTest {
         CountDownLatch expired = new CountDownLatch(1);
         ExecutorService pool = Executors.newSingleThreadExecutor();
         try (Connection blocker = dataSource().getConnection()) {
-            Future<IdempotentExecutor.Outcome> run = pool.submit(() ->
-                    executor.executeInTransaction(submission("k-expire"), dataSource(), (tx, c) -> {
+            Future<IdempotentExecutor.Outcome> run =
+                    pool.submit(() -> executor.executeInTransaction(submission("k-expire"), dataSource(), (tx, c) -> {
                         lockRequestRow(blocker, c.request().id()); // every heartbeat now times out
                         await().atMost(Duration.ofSeconds(20)).until(() -> {
                             try {
@@ -453,12 +467,13 @@ abstract class AbstractExactlyOnceTest {
             assertThat(expired.await(30, TimeUnit.SECONDS)).isTrue();
             blocker.rollback(); // let the request be marked ERROR
             blocker.setAutoCommit(true);
-            assertThatThrownBy(() -> run.get(30, TimeUnit.SECONDS))
-                    .hasCauseInstanceOf(ClaimExpiredException.class);
+            assertThatThrownBy(() -> run.get(30, TimeUnit.SECONDS)).hasCauseInstanceOf(ClaimExpiredException.class);
         } finally {
             pool.shutdownNow();
         }
-        assertThat(executor.heartbeatFailures()).as("failed heartbeats are counted").isPositive();
+        assertThat(executor.heartbeatFailures())
+                .as("failed heartbeats are counted")
+                .isPositive();
         assertThat(payments("k-expire")).isZero();
         assertThat(records.find(scope, "k-expire").orElseThrow().status()).isEqualTo("ERROR");
     }

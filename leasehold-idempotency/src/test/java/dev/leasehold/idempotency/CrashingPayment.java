@@ -33,8 +33,12 @@ public final class CrashingPayment {
             }
             Runtime.getRuntime().halt(HALTED);
         });
-        RequestRecords records = RequestRecords.builder(pool).database(database).staleAfter(staleAfter).build();
-        LockService locks = LockService.builder(JdbcLeaseStore.builder(pool).database(database).build())
+        RequestRecords records = RequestRecords.builder(pool)
+                .database(database)
+                .staleAfter(staleAfter)
+                .build();
+        LockService locks = LockService.builder(
+                        JdbcLeaseStore.builder(pool).database(database).build())
                 .build();
         IdempotentExecutor executor = new IdempotentExecutor(records, locks);
         executor.executeInTransaction(
@@ -42,7 +46,10 @@ public final class CrashingPayment {
                         scope, key, CanonicalJson.fingerprint("{\"amount\":35}"), null, Duration.ofSeconds(30)),
                 halting,
                 (tx, context) -> new StoredResponse(
-                        201, "{\"payment\":\"" + AbstractIdempotencyTest.book(tx, context.request().id(), 35) + "\"}"));
+                        201,
+                        "{\"payment\":\""
+                                + AbstractIdempotencyTest.book(
+                                        tx, context.request().id(), 35) + "\"}"));
         System.exit(1); // not reached: the commit halts the JVM
     }
 }

@@ -356,8 +356,10 @@ public final class JdbcLeaseStore implements LeaseStore {
                 return result;
             }
             if (warnedAboutCommits.compareAndSet(false, true)) {
-                log.warn("the {} pool hands out connections with autocommit off: each lease operation costs an"
-                        + " extra COMMIT round trip; give the lease store a pool with autocommit on", name());
+                log.warn(
+                        "the {} pool hands out connections with autocommit off: each lease operation costs an"
+                                + " extra COMMIT round trip; give the lease store a pool with autocommit on",
+                        name());
             }
             return attempts(connection, call, true);
         } catch (SQLException e) {

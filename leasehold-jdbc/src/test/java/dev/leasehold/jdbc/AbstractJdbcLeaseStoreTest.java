@@ -270,14 +270,17 @@ abstract class AbstractJdbcLeaseStoreTest extends LeaseStoreConformance {
             assertThat(rawLease(key)).isEmpty();
             caller.rollback();
         }
-        assertThat(accountExists(account)).as("the caller's rolled-back work was not committed by the store").isFalse();
+        assertThat(accountExists(account))
+                .as("the caller's rolled-back work was not committed by the store")
+                .isFalse();
     }
 
     @Test
     void grantsAndRenewalsCommitWithAnAutocommitOffPool() throws Exception {
         String[] settings = connectionSettings();
         try (HikariDataSource manual = pool(settings[0], settings[1], settings[2], database(), null, false)) {
-            JdbcLeaseStore onManual = JdbcLeaseStore.builder(manual).database(database()).build();
+            JdbcLeaseStore onManual =
+                    JdbcLeaseStore.builder(manual).database(database()).build();
             LockKey key = key("manual-commit");
             String owner = LockOwner.create("t").token();
             long fence = grantedFence(onManual.tryAcquire(key, owner, Duration.ofSeconds(2)));
@@ -421,7 +424,8 @@ abstract class AbstractJdbcLeaseStoreTest extends LeaseStoreConformance {
                 .hasMessageContaining(a.render());
         try (Connection connection = dataSource().getConnection()) {
             connection.setAutoCommit(false);
-            assertThat(fenced.tryAccept(connection, lease(a, owner, fenceA - 1))).isFalse();
+            assertThat(fenced.tryAccept(connection, lease(a, owner, fenceA - 1)))
+                    .isFalse();
             connection.rollback();
         }
     }
@@ -445,10 +449,14 @@ abstract class AbstractJdbcLeaseStoreTest extends LeaseStoreConformance {
         try (Connection connection = dataSource().getConnection()) {
             connection.setAutoCommit(false);
             assertThat(fenced.tryAccept(connection, key, twin, fence)).isFalse();
-            assertThat(fenced.tryAccept(connection, key, twin, fence + 1)).as("a newer fence passes").isTrue();
+            assertThat(fenced.tryAccept(connection, key, twin, fence + 1))
+                    .as("a newer fence passes")
+                    .isTrue();
             connection.rollback();
         }
-        assertThat(fenced.<Integer>run(lease(key, owner, fence), c -> 1)).as("the rollback kept the first owner").isEqualTo(1);
+        assertThat(fenced.<Integer>run(lease(key, owner, fence), c -> 1))
+                .as("the rollback kept the first owner")
+                .isEqualTo(1);
     }
 
     @Test
@@ -507,7 +515,9 @@ abstract class AbstractJdbcLeaseStoreTest extends LeaseStoreConformance {
             Thread.sleep(300); // time passing is the subject
             long second = nowMillis(connection);
             connection.rollback();
-            assertThat(second - first).as("ms between two statements of one transaction").isGreaterThanOrEqualTo(250);
+            assertThat(second - first)
+                    .as("ms between two statements of one transaction")
+                    .isGreaterThanOrEqualTo(250);
         }
     }
 
@@ -520,8 +530,7 @@ abstract class AbstractJdbcLeaseStoreTest extends LeaseStoreConformance {
             Thread.sleep(1500); // the caller's transaction has run for a while: the subject here
             LockKey key = key("late");
             String owner = LockOwner.create("t").token();
-            AcquireResult.Granted granted =
-                    (AcquireResult.Granted) store.tryAcquire(key, owner, Duration.ofSeconds(1));
+            AcquireResult.Granted granted = (AcquireResult.Granted) store.tryAcquire(key, owner, Duration.ofSeconds(1));
             assertThat(granted.grant().remaining()).isLessThanOrEqualTo(Duration.ofSeconds(1));
             assertThat(store.inspect(key)).as("held right after the grant").isPresent();
             assertThat(store.tryAcquire(key, LockOwner.create("t").token(), Duration.ofSeconds(1)))

@@ -20,6 +20,7 @@ class H2LeaseStoreTest extends AbstractJdbcLeaseStoreTest {
     protected String skewSessionTimeZone() {
         return "SET TIME ZONE '+14:00'";
     }
+
     @Override
     protected Optional<CommandCounter> commandCounter(boolean autoCommit) {
         return Optional.empty(); // embedded: no round trips, and no per-session statement counter

@@ -129,10 +129,12 @@ class MariaDbLeaseStoreTest extends AbstractJdbcLeaseStoreTest {
             done.add(threads.submit(() -> {
                 while (System.nanoTime() < end) {
                     try {
-                        assertThat(store.renew(key, holder, Duration.ofSeconds(30))).isPresent();
+                        assertThat(store.renew(key, holder, Duration.ofSeconds(30)))
+                                .isPresent();
                         renewals.incrementAndGet();
                     } catch (RuntimeException e) {
-                        errors.computeIfAbsent(rootMessage(e), m -> new AtomicInteger()).incrementAndGet();
+                        errors.computeIfAbsent(rootMessage(e), m -> new AtomicInteger())
+                                .incrementAndGet();
                     }
                 }
                 return null;
@@ -146,7 +148,8 @@ class MariaDbLeaseStoreTest extends AbstractJdbcLeaseStoreTest {
                                     .isInstanceOf(AcquireResult.Busy.class);
                             attempts.incrementAndGet();
                         } catch (RuntimeException e) {
-                            errors.computeIfAbsent(rootMessage(e), m -> new AtomicInteger()).incrementAndGet();
+                            errors.computeIfAbsent(rootMessage(e), m -> new AtomicInteger())
+                                    .incrementAndGet();
                         }
                     }
                     return null;

@@ -204,8 +204,7 @@ class LoanController {
             @Valid @RequestBody WaiveRequest request,
             Authentication caller) {
         loans.requireExists(tenant, borrowNo);
-        LoanService.Command command =
-                command(key, "waiver", borrowNo, Money.of(request.amount()), request.reason());
+        LoanService.Command command = command(key, "waiver", borrowNo, Money.of(request.amount()), request.reason());
         try {
             return loans.waive(tenant, borrowNo, request.amount(), caller.getName(), request.reason(), command);
         } catch (DuplicateKeyException raced) {
@@ -245,16 +244,15 @@ class LoanController {
     private static LoanService.Command command(String key, String name, Object... parameters) {
         if (!key.matches(KEY)) {
             throw new LoanProblems.Refused(
-                    400,
-                    "invalid-request",
-                    "Idempotency-Key: must be 1 to 100 letters, digits, '_', '-', ':' or '.'");
+                    400, "invalid-request", "Idempotency-Key: must be 1 to 100 letters, digits, '_', '-', ':' or '.'");
         }
         StringBuilder canonical = new StringBuilder(name);
         for (Object p : parameters) {
             canonical.append('\u001f').append(p);
         }
         try {
-            byte[] hash = MessageDigest.getInstance("SHA-256").digest(canonical.toString().getBytes(StandardCharsets.UTF_8));
+            byte[] hash = MessageDigest.getInstance("SHA-256")
+                    .digest(canonical.toString().getBytes(StandardCharsets.UTF_8));
             return new LoanService.Command(key, name, HexFormat.of().formatHex(hash));
         } catch (NoSuchAlgorithmException e) {
             throw new IllegalStateException(e);

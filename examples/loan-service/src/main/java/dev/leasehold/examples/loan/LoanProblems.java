@@ -93,7 +93,9 @@ class LoanProblems {
     ResponseEntity<ProblemDetail> concurrent(ConcurrentChange e) {
         ResponseEntity<ProblemDetail> answer =
                 respond(HttpStatus.CONFLICT, "concurrent-change", "Changed concurrently", e.getMessage());
-        return ResponseEntity.status(HttpStatus.CONFLICT).header("Retry-After", "1").body(answer.getBody());
+        return ResponseEntity.status(HttpStatus.CONFLICT)
+                .header("Retry-After", "1")
+                .body(answer.getBody());
     }
 
     /** A unique key or CAS lost to a concurrent request (bypass mode) that was not turned into an answer. */
@@ -138,8 +140,10 @@ class LoanProblems {
         while (cause != null && !(cause instanceof JacksonException)) {
             cause = cause.getCause();
         }
-        if (cause instanceof StreamReadException read && String.valueOf(read.getOriginalMessage()).startsWith("Duplicate")) {
-            return "the body is not valid JSON for this request: " + read.getOriginalMessage().replace("Duplicate Object property", "duplicate field");
+        if (cause instanceof StreamReadException read
+                && String.valueOf(read.getOriginalMessage()).startsWith("Duplicate")) {
+            return "the body is not valid JSON for this request: "
+                    + read.getOriginalMessage().replace("Duplicate Object property", "duplicate field");
         }
         if (cause instanceof DatabindException bind && !bind.getPath().isEmpty()) {
             String field = bind.getPath().stream()
@@ -206,7 +210,8 @@ class LoanProblems {
     /** Anything else: logged with a reference; the answer names no Java type. */
     @ExceptionHandler(Exception.class)
     ResponseEntity<ProblemDetail> unexpected(Exception e) {
-        if (e instanceof org.springframework.web.ErrorResponse known && known.getStatusCode().value() < 500) {
+        if (e instanceof org.springframework.web.ErrorResponse known
+                && known.getStatusCode().value() < 500) {
             String detail = known.getBody().getDetail();
             return respond(
                     known.getStatusCode(),

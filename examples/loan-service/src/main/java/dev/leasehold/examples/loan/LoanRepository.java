@@ -335,5 +335,4 @@ class LoanRepository {
     int pendingRetries() {
         return jdbc.queryForObject("SELECT COUNT(*) FROM leasehold_retry WHERE status <> 'FAILED'", Integer.class);
     }
-
 }

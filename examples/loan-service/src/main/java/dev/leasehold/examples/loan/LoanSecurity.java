@@ -84,13 +84,19 @@ class LoanSecurity {
     @Bean
     InMemoryUserDetailsManager loanUsers(Users users) {
         InMemoryUserDetailsManager manager = new InMemoryUserDetailsManager();
-        users.getUsers().forEach((name, account) -> addUser(manager, name, account.getPassword(), account.getTenant(),
-                account.getRoles().toArray(String[]::new)));
+        users.getUsers()
+                .forEach((name, account) -> addUser(
+                        manager,
+                        name,
+                        account.getPassword(),
+                        account.getTenant(),
+                        account.getRoles().toArray(String[]::new)));
         return manager;
     }
 
     /** Adds a principal of {@code tenant} (null for none) with {@code roles}; the password is kept as given. */
-    static void addUser(InMemoryUserDetailsManager manager, String name, String password, String tenant, String... roles) {
+    static void addUser(
+            InMemoryUserDetailsManager manager, String name, String password, String tenant, String... roles) {
         List<String> authorities = new ArrayList<>();
         for (String role : roles) {
             authorities.add("ROLE_" + role);
@@ -106,15 +112,18 @@ class LoanSecurity {
 
     @Bean
     SecurityFilterChain loanSecurityChain(HttpSecurity http) throws Exception {
-        return http.authorizeHttpRequests(requests -> requests
-                        .requestMatchers(EndpointRequest.to("health", "info"))
+        return http.authorizeHttpRequests(requests -> requests.requestMatchers(EndpointRequest.to("health", "info"))
                         .permitAll()
                         .requestMatchers(HttpMethod.GET, "/v3/api-docs/**", "/swagger-ui/**", "/swagger-ui.html")
                         .permitAll()
                         .requestMatchers(EndpointRequest.toAnyEndpoint())
                         .access((auth, ctx) -> new AuthorizationDecision(
-                                isGet(ctx) ? hasRole(auth, "ADMIN") || hasRole(auth, "OPERATOR") : hasRole(auth, "ADMIN")))
-                        .requestMatchers(HttpMethod.POST, "/api/tenants/{tenant}/notes/{borrowNo}/extension",
+                                isGet(ctx)
+                                        ? hasRole(auth, "ADMIN") || hasRole(auth, "OPERATOR")
+                                        : hasRole(auth, "ADMIN")))
+                        .requestMatchers(
+                                HttpMethod.POST,
+                                "/api/tenants/{tenant}/notes/{borrowNo}/extension",
                                 "/api/tenants/{tenant}/notes/{borrowNo}/interest-waivers",
                                 "/api/tenants/{tenant}/notes/{borrowNo}/write-off",
                                 "/api/tenants/{tenant}/notes/{borrowNo}/repayments/{flowId}/reversal",
@@ -127,14 +136,22 @@ class LoanSecurity {
                         .anyRequest()
                         .denyAll())
                 .httpBasic(basic -> basic.authenticationEntryPoint((request, response, e) -> problem(
-                        response, 401, "unauthenticated", "Unauthenticated",
+                        response,
+                        401,
+                        "unauthenticated",
+                        "Unauthenticated",
                         "send HTTP Basic credentials of a tenant, operator or admin principal")))
-                .exceptionHandling(handling -> handling
-                        .authenticationEntryPoint((request, response, e) -> problem(
-                                response, 401, "unauthenticated", "Unauthenticated",
+                .exceptionHandling(handling -> handling.authenticationEntryPoint((request, response, e) -> problem(
+                                response,
+                                401,
+                                "unauthenticated",
+                                "Unauthenticated",
                                 "send HTTP Basic credentials of a tenant, operator or admin principal"))
                         .accessDeniedHandler((request, response, e) -> problem(
-                                response, 403, "forbidden", "Forbidden",
+                                response,
+                                403,
+                                "forbidden",
+                                "Forbidden",
                                 "this principal may not do this (wrong tenant or missing role)")))
                 .csrf(csrf -> csrf.disable())
                 .sessionManagement(session -> session.sessionCreationPolicy(SessionCreationPolicy.STATELESS))
@@ -162,13 +179,15 @@ class LoanSecurity {
 
     static boolean hasRole(Supplier<? extends Authentication> auth, String role) {
         Authentication a = auth.get();
-        return a != null && a.isAuthenticated() && a.getAuthorities().stream()
-                .anyMatch(g -> g.getAuthority().equals("ROLE_" + role));
+        return a != null
+                && a.isAuthenticated()
+                && a.getAuthorities().stream().anyMatch(g -> g.getAuthority().equals("ROLE_" + role));
     }
 
     static boolean belongsTo(Authentication auth, String tenant) {
-        return auth != null && tenant != null && auth.getAuthorities().stream()
-                .anyMatch(g -> g.getAuthority().equals(TENANT_AUTHORITY + tenant));
+        return auth != null
+                && tenant != null
+                && auth.getAuthorities().stream().anyMatch(g -> g.getAuthority().equals(TENANT_AUTHORITY + tenant));
     }
 
     private static void problem(

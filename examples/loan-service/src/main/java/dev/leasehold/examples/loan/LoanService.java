@@ -238,14 +238,15 @@ public class LoanService {
 
     /** A trade number seen before: the same request replays, anything else is refused. */
     private static Repayment sameTrade(Receipt flow, String kind, BigDecimal amount) {
-        boolean same = flow.kind().equals(kind)
-                && (amount == null || flow.amount().compareTo(amount) == 0);
+        boolean same =
+                flow.kind().equals(kind) && (amount == null || flow.amount().compareTo(amount) == 0);
         if (!same) {
             throw new LoanProblems.Refused(
                     422,
                     "trade-number-reused",
-                    "trade number " + flow.outTradeNo() + " was already used for a " + flow.kind().toLowerCase()
-                            + " of " + flow.amount() + "; a new payment needs a new trade number");
+                    "trade number " + flow.outTradeNo() + " was already used for a "
+                            + flow.kind().toLowerCase() + " of " + flow.amount()
+                            + "; a new payment needs a new trade number");
         }
         if (!"ACCEPTED".equals(flow.status())) {
             throw new LoanProblems.Refused(
@@ -271,15 +272,12 @@ public class LoanService {
             Receipt flow = repository
                     .flowById(tenant, borrowNo, flowId)
                     .orElseThrow(() -> new LoanProblems.Refused(
-                            404,
-                            "flow-not-found",
-                            "repayment " + flowId + " does not exist on loan note " + borrowNo));
+                            404, "flow-not-found", "repayment " + flowId + " does not exist on loan note " + borrowNo));
             if (note.status() == NoteStatus.WRITTEN_OFF) {
                 throw new LoanProblems.Refused(409, "note-closed", "loan note " + borrowNo + " is written off");
             }
             if (!repository.reverseFlow(tenant, borrowNo, flowId)) {
-                throw new LoanProblems.Refused(
-                        409, "already-reversed", "repayment " + flowId + " is already reversed");
+                throw new LoanProblems.Refused(409, "already-reversed", "repayment " + flowId + " is already reversed");
             }
             LocalDate today = calendar.today();
             NoteLedger ledger = ledger(note);
@@ -443,7 +441,9 @@ public class LoanService {
                 ledger.penaltyOutstanding = ledger.penaltyOutstanding.add(penalty);
             }
             NoteStatus status = status(ledger, today, repository.acceptedFlows(tenant, borrowNo) > 0);
-            if (!earned.isEmpty() || status != note.status() || ledger.penaltyOutstanding.compareTo(note.penaltyOutstanding()) != 0) {
+            if (!earned.isEmpty()
+                    || status != note.status()
+                    || ledger.penaltyOutstanding.compareTo(note.penaltyOutstanding()) != 0) {
                 write(note, ledger, earned, status);
             }
         } finally {
@@ -591,8 +591,14 @@ public class LoanService {
                 state = note.status() == NoteStatus.SETTLED ? LineState.PAID : state;
             }
             lines.add(new ScheduleLine(
-                    line.period, line.dueDate, line.principalDue, interest, line.earned(), principalUnpaid,
-                    interestUnpaid, state));
+                    line.period,
+                    line.dueDate,
+                    line.principalDue,
+                    interest,
+                    line.earned(),
+                    principalUnpaid,
+                    interestUnpaid,
+                    state));
         }
         boolean open = note.status().acceptsRepayments();
         BigDecimal outstanding = Money.of(ledger.outstanding());

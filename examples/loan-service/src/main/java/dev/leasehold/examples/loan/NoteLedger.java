@@ -288,7 +288,8 @@ final class NoteLedger {
         for (int i = 0; i < index; i++) {
             scheduledBefore = scheduledBefore.add(lines.get(i).principalDue);
         }
-        BigDecimal left = principal.subtract(principalSettled().max(scheduledBefore)).max(BigDecimal.ZERO);
+        BigDecimal left =
+                principal.subtract(principalSettled().max(scheduledBefore)).max(BigDecimal.ZERO);
         return monthlyInterest(left, annualRate);
     }
 }

@@ -37,10 +37,13 @@ class StormController {
             throw new org.springframework.security.access.AccessDeniedException(
                     "the storm runs on the caller's own tenant only");
         }
-        Domain.Note note = repository.find(tenant, borrowNo).orElseThrow(() -> new LoanProblems.NoteNotFound(tenant, borrowNo));
+        Domain.Note note =
+                repository.find(tenant, borrowNo).orElseThrow(() -> new LoanProblems.NoteNotFound(tenant, borrowNo));
         if (!note.demo()) {
             throw new LoanProblems.Refused(
-                    409, "not-a-demo-note", "loan note " + borrowNo + " is not a demo note; the storm books real repayments");
+                    409,
+                    "not-a-demo-note",
+                    "loan note " + borrowNo + " is not a demo note; the storm books real repayments");
         }
         probe.reset();
         String base = "http://127.0.0.1:" + server.getWebServer().getPort();

@@ -96,7 +96,8 @@ abstract class AbstractLoanStormTest {
     }
 
     String auth() {
-        return "Basic " + java.util.Base64.getEncoder().encodeToString((tenant + "-ops:" + tenant + "-ops-pw").getBytes());
+        return "Basic "
+                + java.util.Base64.getEncoder().encodeToString((tenant + "-ops:" + tenant + "-ops-pw").getBytes());
     }
 
     private String base() {

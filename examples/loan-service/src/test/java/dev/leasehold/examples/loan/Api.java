@@ -78,8 +78,8 @@ final class Api {
     }
 
     Answer postKeyed(String path, Object body, String idempotencyKey) {
-        RestClient.RequestBodySpec spec =
-                http.post().uri(path.startsWith("/api/") || path.startsWith("/actuator") ? path : "/api/tenants/" + tenant + path);
+        RestClient.RequestBodySpec spec = http.post()
+                .uri(path.startsWith("/api/") || path.startsWith("/actuator") ? path : "/api/tenants/" + tenant + path);
         spec.contentType(MediaType.APPLICATION_JSON);
         if (idempotencyKey != null) {
             spec.header("Idempotency-Key", idempotencyKey);
@@ -112,7 +112,9 @@ final class Api {
         if (user != null) {
             spec.header(
                     HttpHeaders.AUTHORIZATION,
-                    "Basic " + Base64.getEncoder().encodeToString((user + ":" + password).getBytes(StandardCharsets.UTF_8)));
+                    "Basic "
+                            + Base64.getEncoder()
+                                    .encodeToString((user + ":" + password).getBytes(StandardCharsets.UTF_8)));
         }
         return spec.exchange((request, response) -> new Answer(
                 response.getStatusCode().value(),

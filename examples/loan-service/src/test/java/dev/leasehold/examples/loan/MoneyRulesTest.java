@@ -71,7 +71,10 @@ class MoneyRulesTest {
 
         JsonNode view = api.get("/notes/" + note).body();
         BigDecimal scheduleInterest = sum(view.get("schedule"), "interestDue");
-        BigDecimal charges = api.get("/notes/" + note + "/conservation").body().get("charges").decimalValue();
+        BigDecimal charges = api.get("/notes/" + note + "/conservation")
+                .body()
+                .get("charges")
+                .decimalValue();
         BigDecimal outstanding = view.get("outstanding").decimalValue();
         assertThat(charges)
                 .as("interest charged so far never exceeds the interest of the whole new schedule")
