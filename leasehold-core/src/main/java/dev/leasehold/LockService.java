@@ -67,11 +67,20 @@ public interface LockService extends AutoCloseable {
     LeaseGroup acquireAll(Collection<LockKey> keys, LeaseOptions options) throws InterruptedException;
 
     /**
+     * As {@link #acquireAll(Collection, LeaseOptions)}, for an explicit owner: the leases re-enter
+     * (and are re-entered by) that owner's other leases on the same keys, from any thread.
+     */
+    LeaseGroup acquireAll(Collection<LockKey> keys, LeaseOptions options, LockOwner owner) throws InterruptedException;
+
+    /**
      * Takes every key without waiting, all or nothing.
      *
      * @return the group, or empty if any key is busy (nothing is then held)
      */
     Optional<LeaseGroup> tryAcquireAll(Collection<LockKey> keys, LeaseOptions options);
+
+    /** As {@link #tryAcquireAll(Collection, LeaseOptions)}, for an explicit owner. */
+    Optional<LeaseGroup> tryAcquireAll(Collection<LockKey> keys, LeaseOptions options, LockOwner owner);
 
     /**
      * Runs {@code work} holding the key, waiting as {@link #acquire} does, and releases the key
@@ -113,6 +122,7 @@ public interface LockService extends AutoCloseable {
         private Ticker ticker = Ticker.system();
         private final List<LeaseListener> listeners = new ArrayList<>();
         private boolean fair = true;
+        private boolean reentrant = true;
         private Duration maxPoll = Duration.ofSeconds(1);
         private Duration minPoll = Duration.ofMillis(2);
 
@@ -151,6 +161,25 @@ public interface LockService extends AutoCloseable {
         }
 
         /**
+         * Whether an owner acquiring a key it already holds re-enters its lease (default {@code
+         * true}): one fence, a hold count, released at count zero (S2.7).
+         *
+         * <p>Without an explicit {@link LockOwner} the owner is the current thread, which is what
+         * nested methods locking the same key need (a {@code @Locked} method calling another one
+         * on the same thread), and why re-entry is the default. A thread of a pool runs unrelated
+         * tasks one after the other, though: a task that leaves a lease open (handed to a
+         * callback, say) would be re-entered by the next task on that thread. Code running tasks
+         * on pooled threads passes a {@link LockOwner} per task, or builds its service with {@code
+         * reentrant(false)}: then every acquisition is a holder of its own, and a key already held
+         * through this service is busy to every other acquisition, whoever makes it. Proved by
+         * {@code LeaseOwnersTest}.
+         */
+        public Builder reentrant(boolean reentrant) {
+            this.reentrant = reentrant;
+            return this;
+        }
+
+        /**
          * The longest a waiter sleeps between two attempts when no wake-up arrives (default 1 s).
          * With release notifications this only bounds the cost of a lost notification; without
          * them the poll starts at {@link #minPoll} and doubles up to this bound, and never sleeps
@@ -185,7 +214,7 @@ public interface LockService extends AutoCloseable {
                 throw new IllegalArgumentException(
                         "minPoll (" + minPoll + ") must not exceed maxPoll (" + maxPoll + ")");
             }
-            return new LeaseEngine(store, scheduler, ticker, List.copyOf(listeners), fair, minPoll, maxPoll);
+            return new LeaseEngine(store, scheduler, ticker, List.copyOf(listeners), fair, reentrant, minPoll, maxPoll);
         }
     }
 }
