@@ -84,7 +84,7 @@ abstract class EngineHarness {
     /** The result of work on another thread; fails the test after 5 s. */
     static <T> T await(Future<T> future) throws Exception {
         try {
-            return future.get(5, TimeUnit.SECONDS);
+            return future.get(FakeTime.PATIENCE.toMillis(), TimeUnit.MILLISECONDS);
         } catch (ExecutionException e) {
             if (e.getCause() instanceof Exception cause) {
                 throw cause;
@@ -107,7 +107,7 @@ abstract class EngineHarness {
     /** Waits until the key is free in the store (5 s at most). */
     static void awaitFree(ScriptedStore store, LockKey key) {
         org.awaitility.Awaitility.await(key + " free in the store")
-                .atMost(Duration.ofSeconds(5))
+                .atMost(FakeTime.PATIENCE)
                 .pollInterval(Duration.ofMillis(1))
                 .until(() -> store.backend.inspect(key).isEmpty());
     }
@@ -118,7 +118,7 @@ abstract class EngineHarness {
 
     void awaitEvents(LeaseEventType type, int n) {
         org.awaitility.Awaitility.await("" + n + " " + type + " events")
-                .atMost(Duration.ofSeconds(5))
+                .atMost(FakeTime.PATIENCE)
                 .pollInterval(Duration.ofMillis(1))
                 .until(() -> count(type) >= n);
     }

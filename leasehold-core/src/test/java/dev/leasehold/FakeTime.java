@@ -20,6 +20,12 @@ import java.util.concurrent.locks.ReentrantLock;
  */
 final class FakeTime implements Ticker {
 
+    /**
+     * How long a test waits for another thread before it fails (real time): 5 s, or the
+     * {@code leasehold.test.patience-ms} system property (the mutation gate sets it shorter).
+     */
+    static final Duration PATIENCE = Duration.ofMillis(Long.getLong("leasehold.test.patience-ms", 5000));
+
     private final ReentrantLock lock = new ReentrantLock();
     private final java.util.concurrent.locks.Condition added = lock.newCondition();
     private final AtomicLong now = new AtomicLong(1_000_000_000L);
@@ -85,7 +91,7 @@ final class FakeTime implements Ticker {
      * {@code within} from now: a sleeping waiter's alarm, for instance.
      */
     void awaitTaskDueWithin(Duration within) {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+        long deadline = System.nanoTime() + PATIENCE.toNanos();
         lock.lock();
         try {
             while (true) {

@@ -82,7 +82,7 @@ final class ScriptedStore implements LeaseStore {
 
         private static void await(CountDownLatch latch, String what) {
             try {
-                if (!latch.await(5, TimeUnit.SECONDS)) {
+                if (!latch.await(FakeTime.PATIENCE.toMillis(), TimeUnit.MILLISECONDS)) {
                     throw new AssertionError("waited 5 s for " + what);
                 }
             } catch (InterruptedException e) {
@@ -275,7 +275,7 @@ final class ScriptedStore implements LeaseStore {
 
     /** Waits until at least {@code n} calls match (5 s at most, then the test fails). */
     List<Call> awaitCalls(Predicate<Call> match, int n, String what) {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+        long deadline = System.nanoTime() + FakeTime.PATIENCE.toNanos();
         lock.lock();
         try {
             while (true) {
@@ -318,7 +318,7 @@ final class ScriptedStore implements LeaseStore {
     /** Waits until the I/O thread has delivered everything published so far (5 s at most). */
     void awaitIoIdle() {
         try {
-            io.submit(() -> {}).get(5, TimeUnit.SECONDS);
+            io.submit(() -> {}).get(FakeTime.PATIENCE.toMillis(), TimeUnit.MILLISECONDS);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new AssertionError("interrupted", e);
