@@ -447,8 +447,35 @@ public abstract class LeaseStoreConformance {
                     .get(30, TimeUnit.SECONDS);
             assertThat(second.fence()).isEqualTo(first.fence());
             assertThat(first.holdCount()).isEqualTo(2);
-            assertThat(first.ownerToken()).isEqualTo(owner.token());
+            // The store knows each grant by the owner's token plus a suffix of the grant's own.
+            assertThat(first.ownerToken()).startsWith(owner.token() + ".");
+            assertThat(rawLease(key)).map(RawLease::owner).contains(first.ownerToken());
             second.close();
+        }
+        assertThat(rawLease(key)).isEmpty();
+    }
+
+    @Test
+    void twoServicesSharingOneOwnerTokenNeverHoldTheKeyAtOnce() {
+        // Two processes configured with one owner token: the second is refused, not let in.
+        LockService first = service();
+        LockService second = service();
+        LockKey key = key("shared-token");
+        LockOwner shared =
+                LockOwner.withToken("shared-" + UUID.randomUUID().toString().replace("-", ""), "shared");
+        Lease held = first.tryAcquire(key, LeaseOptions.defaults(), shared).orElseThrow();
+
+        assertThat(second.tryAcquire(key, LeaseOptions.defaults(), shared))
+                .as("the same token in another service")
+                .isEmpty();
+        assertThat(rawLease(key)).map(RawLease::owner).contains(held.ownerToken());
+
+        held.close();
+        assertThat(rawLease(key)).isEmpty();
+        try (Lease next =
+                second.tryAcquire(key, LeaseOptions.defaults(), shared).orElseThrow()) {
+            assertThat(next.fence()).isGreaterThan(held.fence());
+            assertThat(first.tryAcquire(key, LeaseOptions.defaults(), shared)).isEmpty();
         }
         assertThat(rawLease(key)).isEmpty();
     }
