@@ -23,6 +23,12 @@ class PostgresLeaseStoreTest extends AbstractJdbcLeaseStoreTest {
     protected String skewSessionTimeZone() {
         return "SET TIME ZONE 'Pacific/Kiritimati'";
     }
+    /** LISTEN/NOTIFY: the waiter is woken when the release commits. */
+    @Override
+    protected Optional<java.time.Duration> handOffBound() {
+        return Optional.of(java.time.Duration.ofMillis(100));
+    }
+
     /** Round trips counted by a relay at the server's door (PostgreSQL has no session statement counter). */
     @Override
     protected Optional<CommandCounter> commandCounter(boolean autoCommit) {
