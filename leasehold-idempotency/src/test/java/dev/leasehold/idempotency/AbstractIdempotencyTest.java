@@ -495,8 +495,8 @@ abstract class AbstractIdempotencyTest {
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("JSON");
         assertThatThrownBy(() -> records.begin(scope, " ", fingerprint("{}")))
-                .isInstanceOf(IllegalArgumentException.class)
-                .hasMessageContaining("client key");
+                .isInstanceOf(InvalidIdempotencyKeyException.class)
+                .hasMessageContaining("idempotency key is missing");
         assertThatThrownBy(() -> records.begin(scope, "k", "not-a-hash"))
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("fingerprint");
