@@ -21,7 +21,6 @@ import org.springframework.core.annotation.AnnotatedElementUtils;
 import org.springframework.expression.EvaluationContext;
 import org.springframework.jdbc.datasource.DataSourceUtils;
 import org.springframework.transaction.PlatformTransactionManager;
-import org.springframework.transaction.TransactionException;
 import org.springframework.transaction.TransactionStatus;
 import org.springframework.transaction.UnexpectedRollbackException;
 import org.springframework.transaction.support.DefaultTransactionDefinition;
@@ -96,7 +95,9 @@ final class IdempotentInterceptor implements MethodInterceptor {
                 throw new InvalidLockKeyException(e.getMessage(), e);
             }
         }
-        boolean handler = WebRequests.isHandler(specific) && !specific.getReturnType().isPrimitive();
+        Class<?> returnType = specific.getReturnType();
+        boolean handler =
+                WebRequests.isHandler(specific) && (returnType == void.class || !returnType.isPrimitive());
 
         IdempotentExecutor.Start start = s.executor()
                 .start(new IdempotentExecutor.Submission(
@@ -176,7 +177,9 @@ final class IdempotentInterceptor implements MethodInterceptor {
         } catch (UnexpectedRollbackException e) {
             outcomes.accept("failed");
             throw e;
-        } catch (TransactionException e) {
+        } catch (RuntimeException e) {
+            // The commit failed (a TransactionException, or a DataAccessException from a translating
+            // transaction manager): the database may have committed or not.
             outcomes.accept("outcome_unknown");
             CommitOutcomeUnknownException unknown = new CommitOutcomeUnknownException(key, e);
             if (settlement.unknown != null) {

@@ -178,13 +178,13 @@ public class LeaseholdProblemHandler {
 
     private static ResponseEntity<ProblemDetail> answer(Exception e, ProblemDetail problem, String retryAfter) {
         if (problem.getStatus() >= 500) {
-            log.error("{} ({} {})", e.getMessage(), problem.getStatus(), problem.getType(), e);
+            log.error("{} {}: {}", problem.getStatus(), problem.getType(), e.getMessage(), e);
         } else {
             log.warn(
-                    "{} ({} {}){}",
-                    e.getMessage(),
+                    "{} {}: {}{}",
                     problem.getStatus(),
                     problem.getType(),
+                    e.getMessage(),
                     e.getCause() == null ? "" : "; cause: " + e.getCause());
         }
         ResponseEntity.BodyBuilder builder = ResponseEntity.status(problem.getStatus());

@@ -47,6 +47,9 @@ abstract class AbstractIdempotentHttpTest {
     Interest interest;
 
     @Autowired
+    NotificationsController notifications;
+
+    @Autowired
     LockService locks;
 
     @Autowired
@@ -156,6 +159,20 @@ abstract class AbstractIdempotentHttpTest {
         assertThat(ledger.payments(flaky))
                 .as("the writes behind a 5xx answer are rolled back")
                 .isZero();
+    }
+
+    @Test
+    void aNoContentAnswerIsStoredAndReplayed() throws Exception {
+        String key = key();
+        int before = notifications.sent();
+        Http.Answer first = http.post("/notifications", "alice", key, payment(account, "1"));
+        Http.Answer replay = http.post("/notifications", "alice", key, payment(account, "1"));
+
+        assertThat(first.status()).as(first.toString()).isEqualTo(204);
+        assertThat(replay.status()).isEqualTo(204);
+        assertThat(replay.replayed()).isTrue();
+        assertThat(replay.body()).isEmpty();
+        assertThat(notifications.sent() - before).isEqualTo(1);
     }
 
     // ------------------------------------------------------------------ scope
