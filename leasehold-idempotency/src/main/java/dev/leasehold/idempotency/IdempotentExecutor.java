@@ -188,6 +188,9 @@ public final class IdempotentExecutor implements AutoCloseable {
         }
         Execution execution = new Execution(handle, session, claimedAt);
         long period = Math.max(20, records.staleAfter().toMillis() / 3);
+        if (System.nanoTime() - claimedAt > TimeUnit.MILLISECONDS.toNanos(period)) {
+            execution.beat(); // taking the session lease was slow: renew before the work starts
+        }
         execution.heartbeat = heartbeats.scheduleWithFixedDelay(execution::beat, period, period, TimeUnit.MILLISECONDS);
         return new Started(execution);
     }

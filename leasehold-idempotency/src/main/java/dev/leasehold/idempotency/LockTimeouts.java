@@ -15,6 +15,9 @@ import java.time.Duration;
  */
 final class LockTimeouts {
 
+    /** H2's lock timeout of a pooled session, read once: the pool's sessions share it. */
+    private static volatile String h2Default;
+
     private LockTimeouts() {}
 
     /** Sets the wait on the open transaction of {@code c}; returns what {@link #restore} needs. */
@@ -26,10 +29,13 @@ final class LockTimeouts {
                     return null;
                 }
                 case H2 -> {
-                    String previous;
-                    try (ResultSet rs = s.executeQuery(
-                            "SELECT SETTING_VALUE FROM INFORMATION_SCHEMA.SETTINGS WHERE SETTING_NAME = 'LOCK_TIMEOUT'")) {
-                        previous = rs.next() ? rs.getString(1) : null;
+                    String previous = h2Default;
+                    if (previous == null) {
+                        try (ResultSet rs = s.executeQuery("SELECT SETTING_VALUE FROM INFORMATION_SCHEMA.SETTINGS"
+                                + " WHERE SETTING_NAME = 'LOCK_TIMEOUT'")) {
+                            previous = rs.next() ? rs.getString(1) : null;
+                        }
+                        h2Default = previous;
                     }
                     s.execute("SET LOCK_TIMEOUT " + timeout.toMillis());
                     return previous;

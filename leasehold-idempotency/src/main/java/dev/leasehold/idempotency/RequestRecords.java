@@ -271,7 +271,7 @@ public final class RequestRecords {
             s.setInt(1, response.status());
             byte[] body = response.bodyBytes();
             if (body == null) {
-                s.setNull(2, Types.BLOB);
+                s.setNull(2, Types.VARBINARY);
             } else {
                 s.setBytes(2, body);
             }
