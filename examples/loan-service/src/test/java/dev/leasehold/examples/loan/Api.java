@@ -73,6 +73,11 @@ final class Api {
         return exchange(http.get().uri("/api/tenants/" + tenant + path));
     }
 
+    /** A GET of a path outside the tenant's API (actuator, OpenAPI). */
+    Answer getRaw(String path) {
+        return exchange(http.get().uri(path));
+    }
+
     Answer post(String path, Object body) {
         return postKeyed(path, body, null);
     }

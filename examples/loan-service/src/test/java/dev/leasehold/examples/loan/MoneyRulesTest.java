@@ -5,55 +5,11 @@ import static org.assertj.core.api.Assertions.assertThat;
 import java.math.BigDecimal;
 import java.time.LocalDate;
 import java.util.Map;
-import java.util.UUID;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
-import org.springframework.beans.factory.annotation.Autowired;
-import org.springframework.boot.test.context.SpringBootTest;
-import org.springframework.boot.test.web.server.LocalServerPort;
-import org.springframework.context.annotation.Import;
-import org.springframework.security.provisioning.InMemoryUserDetailsManager;
-import org.springframework.test.context.TestPropertySource;
 import tools.jackson.databind.JsonNode;
 
 /** The README's money rules, checked over HTTP as a lender's operations team would check them. */
-@SpringBootTest(
-        webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT,
-        properties = {"loan.demo.enabled=false", "loan.overdue.cron=-"})
-@TestPropertySource(properties = "spring.datasource.url=jdbc:h2:mem:loan-rules;DB_CLOSE_DELAY=-1")
-@Import(LoanTestSupport.class)
-class MoneyRulesTest {
-
-    @LocalServerPort
-    int port;
-
-    @Autowired
-    LoanService loans;
-
-    @Autowired
-    LoanRepository repository;
-
-    @Autowired
-    InMemoryUserDetailsManager users;
-
-    Api api;
-    String tenant;
-    LocalDate today;
-
-    @BeforeEach
-    void tenant() {
-        tenant = "t" + UUID.randomUUID().toString().substring(0, 8);
-        repository.insertTenant(tenant, "rules tenant");
-        LoanTestSupport.principals(users, tenant);
-        api = new Api(port, tenant);
-        today = LocalDate.now();
-    }
-
-    private String open(String principal, int term, LocalDate start) {
-        String borrowNo = "B" + UUID.randomUUID().toString().substring(0, 10).toUpperCase();
-        loans.open(tenant, borrowNo, "C1", new BigDecimal(principal), new BigDecimal("0.12"), term, start);
-        return borrowNo;
-    }
+class MoneyRulesTest extends H2ServiceTest {
 
     private static BigDecimal sum(JsonNode lines, String field) {
         BigDecimal total = BigDecimal.ZERO;
