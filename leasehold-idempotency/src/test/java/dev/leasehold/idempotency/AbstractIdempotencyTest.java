@@ -332,8 +332,7 @@ abstract class AbstractIdempotencyTest {
                 new StoredResponse.Header("Set-Cookie", "b=2"),
                 new StoredResponse.Header("X-Note", "  spaces\tand: colons  "),
                 new StoredResponse.Header("X-Empty", ""));
-        StoredResponse response =
-                StoredResponse.of(201, "application/problem+json; charset=utf-8", headers, body);
+        StoredResponse response = StoredResponse.of(201, "application/problem+json; charset=utf-8", headers, body);
         RequestHandle handle = claim("exact-1", "{}");
         records.complete(handle, response);
 
@@ -372,16 +371,22 @@ abstract class AbstractIdempotencyTest {
         assertThat(records.begin(scope, "k".repeat(IdempotencyKeys.MAX_LENGTH), fingerprint("{}")))
                 .isInstanceOf(Claim.Claimed.class);
         Map<String, InvalidIdempotencyKeyException.Rule> bad = Map.of(
-                "k".repeat(256), InvalidIdempotencyKeyException.Rule.TOO_LONG,
-                "line\nbreak", InvalidIdempotencyKeyException.Rule.CONTROL_CHARACTER,
-                "nul\u0000", InvalidIdempotencyKeyException.Rule.CONTROL_CHARACTER,
-                "half\uD800", InvalidIdempotencyKeyException.Rule.CONTROL_CHARACTER,
-                "", InvalidIdempotencyKeyException.Rule.MISSING,
-                "  ", InvalidIdempotencyKeyException.Rule.MISSING);
+                "k".repeat(256),
+                InvalidIdempotencyKeyException.Rule.TOO_LONG,
+                "line\nbreak",
+                InvalidIdempotencyKeyException.Rule.CONTROL_CHARACTER,
+                "nul\u0000",
+                InvalidIdempotencyKeyException.Rule.CONTROL_CHARACTER,
+                "half\uD800",
+                InvalidIdempotencyKeyException.Rule.CONTROL_CHARACTER,
+                "",
+                InvalidIdempotencyKeyException.Rule.MISSING,
+                "  ",
+                InvalidIdempotencyKeyException.Rule.MISSING);
         bad.forEach((key, rule) -> {
             assertThatThrownBy(() -> records.begin(scope, key, fingerprint("{}")))
-                    .isInstanceOfSatisfying(
-                            InvalidIdempotencyKeyException.class, e -> assertThat(e.rule()).isEqualTo(rule));
+                    .isInstanceOfSatisfying(InvalidIdempotencyKeyException.class, e -> assertThat(e.rule())
+                            .isEqualTo(rule));
             assertThatThrownBy(() -> IdempotencyKeys.check(key))
                     .isInstanceOf(InvalidIdempotencyKeyException.class)
                     .hasMessageContaining("idempotency key");
@@ -407,9 +412,10 @@ abstract class AbstractIdempotencyTest {
         String schema = "leasehold_no_tables";
         try (Connection c = dataSource().getConnection();
                 Statement s = c.createStatement()) {
-            s.execute(database() == Database.MARIADB
-                    ? "CREATE DATABASE IF NOT EXISTS " + schema
-                    : "CREATE SCHEMA IF NOT EXISTS " + schema);
+            s.execute(
+                    database() == Database.MARIADB
+                            ? "CREATE DATABASE IF NOT EXISTS " + schema
+                            : "CREATE SCHEMA IF NOT EXISTS " + schema);
         }
         TestServices.JdbcEndpoint endpoint = endpoint();
         HikariConfig config = new HikariConfig();
@@ -417,13 +423,15 @@ abstract class AbstractIdempotencyTest {
         config.setUsername(endpoint.user());
         config.setPassword(endpoint.password());
         config.setMaximumPoolSize(2);
-        config.setConnectionInitSql(switch (database()) {
-            case POSTGRESQL -> "SET search_path TO " + schema;
-            case MARIADB -> "USE " + schema;
-            case H2 -> "SET SCHEMA " + schema;
-        });
+        config.setConnectionInitSql(
+                switch (database()) {
+                    case POSTGRESQL -> "SET search_path TO " + schema;
+                    case MARIADB -> "USE " + schema;
+                    case H2 -> "SET SCHEMA " + schema;
+                });
         try (HikariDataSource empty = new HikariDataSource(config)) {
-            RequestRecords none = RequestRecords.builder(empty).database(database()).build();
+            RequestRecords none =
+                    RequestRecords.builder(empty).database(database()).build();
             assertThatThrownBy(() -> none.begin(scope, "k", fingerprint("{}")))
                     .isInstanceOfSatisfying(IdempotencySchemaMissingException.class, e -> {
                         assertThat(e.table()).isEqualTo("leasehold_request");
@@ -446,7 +454,8 @@ abstract class AbstractIdempotencyTest {
         }
         String insert = "INSERT INTO " + table + " (id, note, amount) VALUES (?, ?, ?)";
         String id = Jdbc.newId();
-        assertThat(Jdbc.insertUnlessDuplicate(dataSource(), "insert", id, insert, id, "a", 1)).isTrue();
+        assertThat(Jdbc.insertUnlessDuplicate(dataSource(), "insert", id, insert, id, "a", 1))
+                .isTrue();
         assertThat(Jdbc.insertUnlessDuplicate(dataSource(), "insert", id, insert, id, "b", 2))
                 .as("a unique violation: a twin won")
                 .isFalse();
@@ -511,13 +520,17 @@ abstract class AbstractIdempotencyTest {
         RecordStats stats = purging.stats();
         assertThat(stats.processing()).isGreaterThanOrEqualTo(2);
         assertThat(stats.records()).isGreaterThanOrEqualTo(3);
-        assertThat(stats.oldestProcessingAge()).hasValueSatisfying(age -> assertThat(age)
-                .isGreaterThanOrEqualTo(Duration.ofMinutes(119)));
+        assertThat(stats.oldestProcessingAge())
+                .hasValueSatisfying(age -> assertThat(age).isGreaterThanOrEqualTo(Duration.ofMinutes(119)));
 
         assertThat(purging.purgeExpired(10_000)).isGreaterThanOrEqualTo(1);
-        assertThat(purging.find(scope, "crashed")).as("abandoned PROCESSING record purged").isEmpty();
+        assertThat(purging.find(scope, "crashed"))
+                .as("abandoned PROCESSING record purged")
+                .isEmpty();
         assertThat(effects.completed(crashed.id())).as("with its side effects").isEmpty();
-        assertThat(purging.find(scope, "live")).as("a live PROCESSING record stays").isPresent();
+        assertThat(purging.find(scope, "live"))
+                .as("a live PROCESSING record stays")
+                .isPresent();
         assertThat(purging.heartbeat(live)).isTrue();
         assertThat(purging.find(scope, "done")).as("kept within its retention").isPresent();
     }

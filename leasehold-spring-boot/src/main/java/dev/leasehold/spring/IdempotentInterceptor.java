@@ -96,8 +96,7 @@ final class IdempotentInterceptor implements MethodInterceptor {
             }
         }
         Class<?> returnType = specific.getReturnType();
-        boolean handler =
-                WebRequests.isHandler(specific) && (returnType == void.class || !returnType.isPrimitive());
+        boolean handler = WebRequests.isHandler(specific) && (returnType == void.class || !returnType.isPrimitive());
 
         IdempotentExecutor.Start start = s.executor()
                 .start(new IdempotentExecutor.Submission(
@@ -138,8 +137,8 @@ final class IdempotentInterceptor implements MethodInterceptor {
         TransactionStatus transaction;
         try {
             DefaultTransactionDefinition definition = new DefaultTransactionDefinition();
-            definition.setName("leasehold-idempotent:" + method.getDeclaringClass().getSimpleName() + "."
-                    + method.getName());
+            definition.setName(
+                    "leasehold-idempotent:" + method.getDeclaringClass().getSimpleName() + "." + method.getName());
             transaction = s.transactions().getTransaction(definition);
             if (!TransactionSynchronizationManager.isSynchronizationActive()) {
                 s.transactions().rollback(transaction);
@@ -254,7 +253,8 @@ final class IdempotentInterceptor implements MethodInterceptor {
     private IdempotentResponses responses(Services s) {
         IdempotentResponses current = responses;
         if (current == null) {
-            current = new IdempotentResponses(s.json(), properties.getIdempotency().getReplayHeaders());
+            current = new IdempotentResponses(
+                    s.json(), properties.getIdempotency().getReplayHeaders());
             responses = current;
         }
         return current;
@@ -283,10 +283,12 @@ final class IdempotentInterceptor implements MethodInterceptor {
             try {
                 switch (status) {
                     case STATUS_COMMITTED -> execution.committed();
-                    case STATUS_ROLLED_BACK -> execution.rolledBack(
-                            cause != null ? cause : new IllegalStateException("the transaction rolled back"));
-                    default -> unknown = execution.outcomeUnknown(
-                            cause != null ? cause : new IllegalStateException("the commit failed"));
+                    case STATUS_ROLLED_BACK ->
+                        execution.rolledBack(
+                                cause != null ? cause : new IllegalStateException("the transaction rolled back"));
+                    default ->
+                        unknown = execution.outcomeUnknown(
+                                cause != null ? cause : new IllegalStateException("the commit failed"));
                 }
             } finally {
                 execution.close();
