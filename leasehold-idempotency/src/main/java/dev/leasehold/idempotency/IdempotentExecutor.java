@@ -303,6 +303,7 @@ public final class IdempotentExecutor implements AutoCloseable {
                 throw e;
             }
             // The work is done: a lease lost now must not mark it ERROR (a retry would run it again).
+            execution.marked = true;
             execution.stopHeartbeat();
             records.complete(execution.handle, response);
             execution.settled = true;
