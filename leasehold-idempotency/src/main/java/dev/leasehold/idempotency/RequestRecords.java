@@ -38,8 +38,10 @@ import javax.sql.DataSource;
  * own the record can change nothing: a duplicate submit never disturbs the owner. {@link
  * #completeInTransaction} runs that UPDATE in the caller's own transaction, so the SUCCESS mark
  * and the business write commit together or not at all, and a taken-over execution cannot commit
- * either. Staleness is judged by the database clock (B5). Keys are checked by {@link
- * IdempotencyKeys}. A missing table is reported as {@link IdempotencySchemaMissingException}.
+ * either ({@code AbstractExactlyOnceTest#rollbackOfTheCallersTransactionLeavesNoReceipt},
+ * {@code #takenOverExecutionCannotCommitItsBusinessWrite}). Staleness is judged by the database
+ * clock (B5). Keys are checked by {@link IdempotencyKeys}. A missing table is reported as {@link
+ * IdempotencySchemaMissingException} ({@code AbstractIdempotencyTest#missingTableIsNamedWithItsMigration}).
  * Thread-safe.
  */
 public final class RequestRecords {
@@ -314,8 +316,9 @@ public final class RequestRecords {
     /**
      * Undoes a claim that cannot go ahead (S1.6), before its work wrote anything: a retry or
      * take-over gets back every field the claim changed (status, token, fence, heartbeat, error
-     * text, expiry), so its real owner is not disturbed and the record stays purgeable; a new record
-     * is marked ERROR so that a resubmit can retry it.
+     * text, expiry), so its real owner is not disturbed and the record stays purgeable ({@code
+     * AbstractIdempotencyTest#giveBackRestoresEveryFieldTheClaimChanged}); a new record is marked
+     * ERROR so that a resubmit can retry it.
      *
      * @return false if the record is no longer this claimant's
      */
@@ -357,7 +360,8 @@ public final class RequestRecords {
     /**
      * Deletes at most {@code limit} records, with their side effects: completed ones past their
      * retention, and PROCESSING ones whose heartbeat stopped longer than {@link #abandonedAfter()}
-     * ago (their execution crashed). A live PROCESSING record is never touched.
+     * ago (their execution crashed). A live PROCESSING record is never touched ({@code
+     * AbstractIdempotencyTest#purgeRemovesAbandonedProcessingRecordsButNotLiveOrRetainedOnes}).
      *
      * @return how many requests were deleted
      */
