@@ -29,7 +29,6 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.Collectors;
 import javax.sql.DataSource;
-import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -485,10 +484,12 @@ abstract class AbstractExactlyOnceTest {
 
     private void stealSessionLease(String ownerToken) throws SQLException {
         try (Connection c = dataSource().getConnection();
-                PreparedStatement s =
-                        c.prepareStatement("UPDATE leasehold_lease SET owner_token = ? WHERE owner_token = ?")) {
+                PreparedStatement s = c.prepareStatement(
+                        "UPDATE leasehold_lease SET owner_token = ? WHERE owner_token = ? OR owner_token LIKE ?")) {
+            // The store keeps the owner's token with the grant's id after a dot.
             s.setString(1, "stolen-" + UUID.randomUUID());
             s.setString(2, ownerToken);
+            s.setString(3, ownerToken + ".%");
             assertThat(s.executeUpdate()).isEqualTo(1);
         }
     }

@@ -37,9 +37,8 @@ record Stack(RequestRecords records, SideEffects effects, LockService locks, Ide
                 .database(database)
                 .staleAfter(staleAfter)
                 .build();
-        LockService locks = LockService.builder(JdbcLeaseStore.builder(dataSource)
-                        .database(database)
-                        .build())
+        LockService locks = LockService.builder(
+                        JdbcLeaseStore.builder(dataSource).database(database).build())
                 .build();
         return new Stack(records, effects, locks, new IdempotentExecutor(records, locks));
     }
