@@ -25,11 +25,14 @@ final class Connections {
         try {
             return switch (database) {
                 case POSTGRESQL -> PostgresConnections.inTransaction(connection);
-                case H2 -> invokeOn(connection, "org.h2.jdbc.JdbcConnection", "getSession", "hasPendingTransaction")
-                        instanceof Boolean pending && pending;
-                case MARIADB -> invokeOn(connection, "org.mariadb.jdbc.Connection", "getContext", "getServerStatus")
-                                instanceof Integer status
-                        && (status & 1) != 0; // SERVER_STATUS_IN_TRANS
+                case H2 ->
+                    invokeOn(connection, "org.h2.jdbc.JdbcConnection", "getSession", "hasPendingTransaction")
+                                    instanceof Boolean pending
+                            && pending;
+                case MARIADB ->
+                    invokeOn(connection, "org.mariadb.jdbc.Connection", "getContext", "getServerStatus")
+                                    instanceof Integer status
+                            && (status & 1) != 0; // SERVER_STATUS_IN_TRANS
             };
         } catch (ReflectiveOperationException | SQLException | LinkageError | RuntimeException e) {
             return false;
@@ -51,7 +54,9 @@ final class Connections {
         // Through the declared (public) types, not the drivers' implementation classes.
         Method firstMethod = type.getMethod(first);
         Object inner = firstMethod.invoke(raw);
-        return inner == null ? null : firstMethod.getReturnType().getMethod(second).invoke(inner);
+        return inner == null
+                ? null
+                : firstMethod.getReturnType().getMethod(second).invoke(inner);
     }
 
     /**

@@ -121,8 +121,9 @@ public final class FencedUpdate {
     public <T> T run(String resource, Lease lease, SqlWork<T> write) throws SQLException {
         Objects.requireNonNull(lease, "lease is missing (null)");
         if (!lease.key().render().equals(resource)) {
-            throw new IllegalArgumentException("the fence of a lease on " + lease.key().render()
-                    + " guards that key only, not '" + resource + "': fences of different keys are not comparable");
+            throw new IllegalArgumentException(
+                    "the fence of a lease on " + lease.key().render() + " guards that key only, not '" + resource
+                            + "': fences of different keys are not comparable");
         }
         return run(lease, write);
     }

@@ -20,11 +20,12 @@ public class StaleFenceException extends LeaseholdException {
      * to {@code fence}: accepted from another owner).
      */
     public StaleFenceException(String resource, long fence, long newest) {
-        super(newest == fence
-                ? "write to " + resource + " with fence " + fence + " refused: the same fence was accepted from"
-                        + " another owner, so two holders were handed one fence; this one must stop"
-                : "write to " + resource + " with fence " + fence + " refused: fence " + newest
-                        + " was accepted before, so this lease was lost to a newer holder");
+        super(
+                newest == fence
+                        ? "write to " + resource + " with fence " + fence + " refused: the same fence was accepted from"
+                                + " another owner, so two holders were handed one fence; this one must stop"
+                        : "write to " + resource + " with fence " + fence + " refused: fence " + newest
+                                + " was accepted before, so this lease was lost to a newer holder");
         this.resource = resource;
         this.fence = fence;
         this.newest = newest;

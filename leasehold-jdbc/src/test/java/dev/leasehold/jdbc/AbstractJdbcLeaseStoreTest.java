@@ -8,9 +8,9 @@ import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.leasehold.Lease;
 import dev.leasehold.LeaseInfo;
+import dev.leasehold.LeaseOptions;
 import dev.leasehold.LeaseStoreException;
 import dev.leasehold.LockKey;
-import dev.leasehold.LeaseOptions;
 import dev.leasehold.LockOwner;
 import dev.leasehold.LockService;
 import dev.leasehold.spi.AcquireResult;
@@ -273,14 +273,17 @@ abstract class AbstractJdbcLeaseStoreTest extends LeaseStoreConformance {
             assertThat(rawLease(key)).isEmpty();
             caller.rollback();
         }
-        assertThat(accountExists(account)).as("the caller's rolled-back work was not committed by the store").isFalse();
+        assertThat(accountExists(account))
+                .as("the caller's rolled-back work was not committed by the store")
+                .isFalse();
     }
 
     @Test
     void grantsAndRenewalsCommitWithAnAutocommitOffPool() throws Exception {
         String[] settings = connectionSettings();
         try (HikariDataSource manual = pool(settings[0], settings[1], settings[2], database(), null, false)) {
-            JdbcLeaseStore onManual = JdbcLeaseStore.builder(manual).database(database()).build();
+            JdbcLeaseStore onManual =
+                    JdbcLeaseStore.builder(manual).database(database()).build();
             LockKey key = key("manual-commit");
             String owner = LockOwner.create("t").token();
             long fence = grantedFence(onManual.tryAcquire(key, owner, Duration.ofSeconds(2)));
@@ -424,7 +427,8 @@ abstract class AbstractJdbcLeaseStoreTest extends LeaseStoreConformance {
                 .hasMessageContaining(a.render());
         try (Connection connection = dataSource().getConnection()) {
             connection.setAutoCommit(false);
-            assertThat(fenced.tryAccept(connection, lease(a, owner, fenceA - 1))).isFalse();
+            assertThat(fenced.tryAccept(connection, lease(a, owner, fenceA - 1)))
+                    .isFalse();
             connection.rollback();
         }
     }
@@ -448,10 +452,14 @@ abstract class AbstractJdbcLeaseStoreTest extends LeaseStoreConformance {
         try (Connection connection = dataSource().getConnection()) {
             connection.setAutoCommit(false);
             assertThat(fenced.tryAccept(connection, key, twin, fence)).isFalse();
-            assertThat(fenced.tryAccept(connection, key, twin, fence + 1)).as("a newer fence passes").isTrue();
+            assertThat(fenced.tryAccept(connection, key, twin, fence + 1))
+                    .as("a newer fence passes")
+                    .isTrue();
             connection.rollback();
         }
-        assertThat(fenced.<Integer>run(lease(key, owner, fence), c -> 1)).as("the rollback kept the first owner").isEqualTo(1);
+        assertThat(fenced.<Integer>run(lease(key, owner, fence), c -> 1))
+                .as("the rollback kept the first owner")
+                .isEqualTo(1);
     }
 
     @Test
@@ -510,7 +518,9 @@ abstract class AbstractJdbcLeaseStoreTest extends LeaseStoreConformance {
             Thread.sleep(300); // time passing is the subject
             long second = nowMillis(connection);
             connection.rollback();
-            assertThat(second - first).as("ms between two statements of one transaction").isGreaterThanOrEqualTo(250);
+            assertThat(second - first)
+                    .as("ms between two statements of one transaction")
+                    .isGreaterThanOrEqualTo(250);
         }
     }
 
@@ -523,8 +533,7 @@ abstract class AbstractJdbcLeaseStoreTest extends LeaseStoreConformance {
             Thread.sleep(1500); // the caller's transaction has run for a while: the subject here
             LockKey key = key("late");
             String owner = LockOwner.create("t").token();
-            AcquireResult.Granted granted =
-                    (AcquireResult.Granted) store.tryAcquire(key, owner, Duration.ofSeconds(1));
+            AcquireResult.Granted granted = (AcquireResult.Granted) store.tryAcquire(key, owner, Duration.ofSeconds(1));
             assertThat(granted.grant().remaining()).isLessThanOrEqualTo(Duration.ofSeconds(1));
             assertThat(store.inspect(key)).as("held right after the grant").isPresent();
             assertThat(store.tryAcquire(key, LockOwner.create("t").token(), Duration.ofSeconds(1)))
@@ -616,12 +625,14 @@ abstract class AbstractJdbcLeaseStoreTest extends LeaseStoreConformance {
                                 .tryAcquire(key, LeaseOptions.defaults())
                                 .orElseThrow();
                         java.util.concurrent.Future<Long> taken = thread.submit(() -> {
-                            Lease lease = waiterSide.acquire(key, LeaseOptions.defaults().withWait(Duration.ofSeconds(10)));
+                            Lease lease = waiterSide.acquire(
+                                    key, LeaseOptions.defaults().withWait(Duration.ofSeconds(10)));
                             long at = System.nanoTime();
                             lease.close();
                             return at;
                         });
-                        assertThat(waiting.tryAcquire(10, java.util.concurrent.TimeUnit.SECONDS)).isTrue();
+                        assertThat(waiting.tryAcquire(10, java.util.concurrent.TimeUnit.SECONDS))
+                                .isTrue();
                         // Held for 50 to 750 ms: long enough for a polling waiter to have backed off.
                         Thread.sleep(50 + 100 * (i % 8));
                         long releasedAt = System.nanoTime();
@@ -638,11 +649,16 @@ abstract class AbstractJdbcLeaseStoreTest extends LeaseStoreConformance {
         sorted.sort(null);
         System.out.printf(
                 "waiterInAnotherProcessGetsTheKeyWithin100ms on %s: hand-off ms p50=%d p99=%d max=%d all=%s%n",
-                database().id(), sorted.get(rounds / 2), sorted.get((int) Math.ceil(rounds * 0.99) - 1),
-                sorted.get(rounds - 1), handOffs);
+                database().id(),
+                sorted.get(rounds / 2),
+                sorted.get((int) Math.ceil(rounds * 0.99) - 1),
+                sorted.get(rounds - 1),
+                handOffs);
         Optional<Duration> bound = handOffBound();
         if (bound.isPresent()) {
-            assertThat(sorted.get(rounds - 1)).as("slowest hand-off (ms) of %s", handOffs).isLessThan(bound.get().toMillis());
+            assertThat(sorted.get(rounds - 1))
+                    .as("slowest hand-off (ms) of %s", handOffs)
+                    .isLessThan(bound.get().toMillis());
         }
     }
 

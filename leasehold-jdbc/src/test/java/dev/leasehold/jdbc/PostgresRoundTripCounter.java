@@ -73,7 +73,10 @@ final class PostgresRoundTripCounter implements AutoCloseable {
                 writeInt(out, length);
                 out.write(body);
                 out.flush();
-                int code = ((body[0] & 0xff) << 24) | ((body[1] & 0xff) << 16) | ((body[2] & 0xff) << 8) | (body[3] & 0xff);
+                int code = ((body[0] & 0xff) << 24)
+                        | ((body[1] & 0xff) << 16)
+                        | ((body[2] & 0xff) << 8)
+                        | (body[3] & 0xff);
                 if (code != SSL_REQUEST && code != GSS_REQUEST) {
                     break;
                 }

@@ -733,18 +733,20 @@ public abstract class LeaseStoreConformance {
             LockKey key = key("counted");
             String owner = owner();
             String other = owner();
-            assertOneCommand(counting, "acquire", () -> fenceOf(counted.tryAcquire(key, owner, Duration.ofSeconds(30))));
             assertOneCommand(
-                    counting,
-                    "busy acquire",
-                    () -> assertThat(counted.tryAcquire(key, other, Duration.ofSeconds(30)))
+                    counting, "acquire", () -> fenceOf(counted.tryAcquire(key, owner, Duration.ofSeconds(30))));
+            assertOneCommand(
+                    counting, "busy acquire", () -> assertThat(counted.tryAcquire(key, other, Duration.ofSeconds(30)))
                             .isInstanceOf(AcquireResult.Busy.class));
+            assertOneCommand(counting, "renew", () -> assertThat(counted.renew(key, owner, Duration.ofSeconds(30)))
+                    .isPresent());
             assertOneCommand(
-                    counting, "renew", () -> assertThat(counted.renew(key, owner, Duration.ofSeconds(30))).isPresent());
-            assertOneCommand(counting, "inspect", () -> assertThat(counted.inspect(key)).isPresent());
-            assertOneCommand(counting, "release", () -> assertThat(counted.release(key, owner)).isTrue());
+                    counting, "inspect", () -> assertThat(counted.inspect(key)).isPresent());
+            assertOneCommand(counting, "release", () -> assertThat(counted.release(key, owner))
+                    .isTrue());
             fenceOf(counted.tryAcquire(key, other, Duration.ofSeconds(30)));
-            assertOneCommand(counting, "force-release", () -> assertThat(counted.forceRelease(key)).isTrue());
+            assertOneCommand(counting, "force-release", () -> assertThat(counted.forceRelease(key))
+                    .isTrue());
             assertThat(rawLease(key)).isEmpty();
         }
     }
@@ -752,7 +754,9 @@ public abstract class LeaseStoreConformance {
     private static void assertOneCommand(CommandCounter counter, String operation, Runnable call) {
         long before = counter.commands();
         call.run();
-        assertThat(counter.commands() - before).as("commands the server received for %s", operation).isEqualTo(1);
+        assertThat(counter.commands() - before)
+                .as("commands the server received for %s", operation)
+                .isEqualTo(1);
     }
 
     // ------------------------------------------------------------------ robustness
