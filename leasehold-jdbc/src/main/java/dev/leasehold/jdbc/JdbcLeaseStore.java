@@ -232,9 +232,9 @@ public final class JdbcLeaseStore implements LeaseStore {
                 }
             });
         }
-        // Find the rows with a read that locks nothing, then delete them by primary key in small
-        // batches, in key order; each is deleted only if still expired, so a row re-acquired in
-        // between survives.
+        // Find the rows with a read that locks nothing, then delete them one by one by primary key,
+        // in key order and in batches; each only if still expired, so a row re-acquired in between
+        // survives.
         List<String> keys = execute("delete expired rows", null, connection -> {
             try (PreparedStatement statement = connection.prepareStatement(dialect.expiredKeys())) {
                 statement.setLong(1, retention.toMillis());
@@ -252,15 +252,18 @@ public final class JdbcLeaseStore implements LeaseStore {
         int deleted = 0;
         for (int from = 0; from < keys.size(); from += DELETE_BATCH) {
             List<String> batch = keys.subList(from, Math.min(keys.size(), from + DELETE_BATCH));
-            String sql = dialect.deleteExpired()
-                    .replace("{keys}", String.join(", ", java.util.Collections.nCopies(batch.size(), "?")));
             deleted += execute("delete expired rows", null, connection -> {
-                try (PreparedStatement statement = connection.prepareStatement(sql)) {
-                    statement.setLong(1, retention.toMillis());
-                    for (int i = 0; i < batch.size(); i++) {
-                        statement.setString(i + 2, batch.get(i));
+                try (PreparedStatement statement = connection.prepareStatement(dialect.deleteExpired())) {
+                    for (String key : batch) {
+                        statement.setString(1, key);
+                        statement.setLong(2, retention.toMillis());
+                        statement.addBatch();
                     }
-                    return statement.executeUpdate();
+                    int count = 0;
+                    for (int one : statement.executeBatch()) {
+                        count += Math.max(0, one);
+                    }
+                    return count;
                 }
             });
         }

@@ -199,10 +199,14 @@ class MariaDbLeaseStoreTest extends AbstractJdbcLeaseStoreTest {
         String[] settings = connectionSettings();
         try (Connection locker = freshConnection();
                 com.zaxxer.hikari.HikariDataSource impatient = pool(
-                        settings[0], settings[1], settings[2], database(), "SET SESSION innodb_lock_wait_timeout = 2")) {
+                        settings[0],
+                        settings[1],
+                        settings[2],
+                        database(),
+                        "SET SESSION innodb_lock_wait_timeout = 2")) {
             locker.setAutoCommit(false);
-            try (java.sql.PreparedStatement lock = locker.prepareStatement(
-                    "SELECT fence FROM leasehold_lease WHERE lock_key = ? FOR UPDATE")) {
+            try (java.sql.PreparedStatement lock =
+                    locker.prepareStatement("SELECT fence FROM leasehold_lease WHERE lock_key = ? FOR UPDATE")) {
                 lock.setString(1, live.render());
                 lock.executeQuery().close();
             }
