@@ -46,7 +46,7 @@ import javax.sql.DataSource;
  */
 public final class RequestRecords {
 
-    private static final Pattern FINGERPRINT = Pattern.compile("v1:[0-9a-f]{64}");
+    private static final Pattern FINGERPRINT = Pattern.compile("(v1:)?[0-9a-f]{64}");
 
     private final DataSource dataSource;
     private final Database database;
@@ -107,7 +107,8 @@ public final class RequestRecords {
      * @param scope whose key space this is (a chat session, tenant and caller), 1 to 128 characters
      * @param clientKey the client's idempotency key, see {@link IdempotencyKeys#check}
      * @param fingerprint {@code v1:} and the SHA-256 (hex) of the canonical payload, see {@link
-     *     CanonicalJson#fingerprint}
+     *     CanonicalJson#fingerprint}; or 64 lower-case hex characters without a version (a digest the
+     *     caller makes itself, compared as given)
      * @throws InvalidIdempotencyKeyException naming the rule a key breaks
      * @throws IllegalArgumentException naming another malformed argument
      */
@@ -116,7 +117,8 @@ public final class RequestRecords {
         IdempotencyKeys.check(clientKey);
         if (fingerprint == null || !FINGERPRINT.matcher(fingerprint).matches()) {
             throw new IllegalArgumentException(
-                    "fingerprint must be 'v1:' and 64 lower-case hex characters (CanonicalJson.fingerprint), was "
+                    "fingerprint must be 'v1:' and 64 lower-case hex characters (CanonicalJson.fingerprint),"
+                            + " or 64 lower-case hex characters, was "
                             + fingerprint);
         }
         for (int attempt = 0; attempt < 5; attempt++) {
