@@ -1,5 +1,6 @@
 package dev.leasehold.spring;
 
+import dev.leasehold.LeaseStoreException;
 import dev.leasehold.LeaseholdException;
 import dev.leasehold.LockKey;
 import dev.leasehold.idempotency.CanonicalJson;
@@ -146,6 +147,11 @@ final class IdempotentInterceptor implements MethodInterceptor {
                         + " transaction manager " + s.transactions().getClass().getName() + " does not activate it");
             }
             TransactionSynchronizationManager.registerSynchronization(settlement);
+        } catch (org.springframework.transaction.TransactionException e) {
+            // No transaction could begin (the database is unreachable): nothing ran, nothing changed.
+            outcomes.accept("failed");
+            settlement.settleWithoutTransaction(e);
+            throw new LeaseStoreException("begin the transaction of request", key, e);
         } catch (RuntimeException e) {
             outcomes.accept("failed");
             settlement.settleWithoutTransaction(e);
