@@ -57,6 +57,7 @@ class LoanPropertiesTest {
     @AfterContainer
     static void stop() {
         System.out.println("loan properties: " + SEQUENCES.get() + " sequences, " + STEPS.get() + " steps, 0 failures");
+        TestClock.reset(); // the other test classes of this JVM start from today again
         if (app != null) {
             app.close();
         }
