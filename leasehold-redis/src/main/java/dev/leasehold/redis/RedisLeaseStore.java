@@ -84,6 +84,7 @@ public final class RedisLeaseStore implements LeaseStore {
     private final Supplier<StatefulRedisPubSubConnection<String, String>> pubSubFactory;
     private final RedisKeys keys;
     private final String name;
+    private final FairQueue fair; // null unless Builder.fairQueue
 
     private final ReentrantLock subscriptions = new ReentrantLock();
     private final ConcurrentHashMap<String, CopyOnWriteArrayList<Subscription>> byChannel = new ConcurrentHashMap<>();
@@ -97,7 +98,9 @@ public final class RedisLeaseStore implements LeaseStore {
         this.pubSubFactory = builder.pubSubFactory;
         this.keys = new RedisKeys(builder.keyPrefix);
         this.name = builder.name;
-        for (Script script : List.of(ACQUIRE, RENEW, RELEASE, FORCE_RELEASE, INSPECT)) {
+        this.fair = builder.fairQueueTtl == null ? null : new FairQueue(builder.keyPrefix, builder.fairQueueTtl);
+        for (Script script :
+                List.of(ACQUIRE, RENEW, RELEASE, FORCE_RELEASE, INSPECT, FairQueue.ACQUIRE, FairQueue.RELEASE)) {
             try {
                 redis.scriptLoad(script.body());
             } catch (RedisException e) {
@@ -138,8 +141,14 @@ public final class RedisLeaseStore implements LeaseStore {
         List<Object> reply = call(
                 "acquire",
                 key,
-                () -> ACQUIRE.run(
-                        redis, ScriptOutputType.MULTI, new String[] {keys.lease(key), keys.fence(key)}, owner, millis));
+                () -> fair != null
+                        ? fair.acquire(redis, keys, key, owner, millis)
+                        : ACQUIRE.run(
+                                redis,
+                                ScriptOutputType.MULTI,
+                                new String[] {keys.lease(key), keys.fence(key)},
+                                owner,
+                                millis));
         if (asLong(reply.get(0)) == 1) {
             return new AcquireResult.Granted(grant(reply, 1));
         }
@@ -163,8 +172,14 @@ public final class RedisLeaseStore implements LeaseStore {
         Long released = call(
                 "release",
                 key,
-                () -> RELEASE.run(
-                        redis, ScriptOutputType.INTEGER, new String[] {keys.lease(key)}, owner, keys.channel(key)));
+                () -> fair != null
+                        ? fair.release(redis, keys, key, owner)
+                        : RELEASE.run(
+                                redis,
+                                ScriptOutputType.INTEGER,
+                                new String[] {keys.lease(key)},
+                                owner,
+                                keys.channel(key)));
         return released != null && released == 1;
     }
 
@@ -288,6 +303,9 @@ public final class RedisLeaseStore implements LeaseStore {
             if (first) {
                 try {
                     // Returns once the server confirmed: a release published after this is delivered.
+                    if (fair != null && byChannel.size() == 1) {
+                        pubSub().sync().subscribe(fair.wakeChannel); // hand-offs to this store's waiters
+                    }
                     pubSub().sync().subscribe(channel);
                 } catch (RedisException e) {
                     list.remove(subscription);
@@ -307,9 +325,12 @@ public final class RedisLeaseStore implements LeaseStore {
             connection.addListener(new RedisPubSubAdapter<>() {
                 @Override
                 public void message(String channel, String message) {
-                    CopyOnWriteArrayList<Subscription> list = byChannel.get(channel);
+                    String[] routed = fair != null && channel.equals(fair.wakeChannel)
+                            ? FairQueue.route(message)
+                            : new String[] {channel, message};
+                    CopyOnWriteArrayList<Subscription> list = byChannel.get(routed[0]);
                     if (list != null) {
-                        list.forEach(subscription -> subscription.fire(message));
+                        list.forEach(subscription -> subscription.fire(routed[1]));
                     }
                 }
             });
@@ -433,6 +454,7 @@ public final class RedisLeaseStore implements LeaseStore {
         private final Supplier<StatefulRedisPubSubConnection<String, String>> pubSubFactory;
         private final String name;
         private String keyPrefix = "leasehold:";
+        private Duration fairQueueTtl;
         private StatefulConnection<String, String> connection;
         private RedisScriptingCommands<String, String> commands;
         private RedisKeyCommands<String, String> keyCommands;
@@ -458,6 +480,25 @@ public final class RedisLeaseStore implements LeaseStore {
                         "keyPrefix must be 1 to 64 letters, digits, '_', '.', ':' or '-', was '" + keyPrefix + "'");
             }
             this.keyPrefix = keyPrefix;
+            return this;
+        }
+
+        /**
+         * Fair mode: waiters of every process queue in Redis per key, in arrival order, and a release
+         * hands the key to the first live waiter in the same script and wakes only that waiter's
+         * store. A waiter keeps its place while it asks again within {@code queueTtl}; one that
+         * crashed holds the queue up for at most that long. Every process using a key must use the
+         * same mode. 100 ms to 1 h.
+         *
+         * @throws IllegalArgumentException naming the value if it is out of range
+         */
+        public Builder fairQueue(Duration queueTtl) {
+            if (queueTtl == null
+                    || queueTtl.compareTo(Duration.ofMillis(100)) < 0
+                    || queueTtl.compareTo(Duration.ofHours(1)) > 0) {
+                throw new IllegalArgumentException("fairQueue TTL must be between 100 ms and 1 h, was " + queueTtl);
+            }
+            this.fairQueueTtl = queueTtl;
             return this;
         }
 
