@@ -18,6 +18,7 @@ import java.nio.file.Path;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.Statement;
+import java.time.Duration;
 import java.time.LocalDateTime;
 import java.time.format.DateTimeFormatter;
 import java.util.ArrayList;
@@ -68,6 +69,7 @@ public final class MultiProcessBench {
     static final List<String> CONTENDERS = List.of(
             "redis-floor",
             "leasehold-redis",
+            "leasehold-redis-fair",
             "redisson-lock",
             "redisson-fair",
             "postgresql-floor",
@@ -155,6 +157,8 @@ public final class MultiProcessBench {
                 return Contenders.rawRedis(endpoints.redis());
             case "leasehold-redis":
                 return Contenders.leaseholdRedis(endpoints.redis());
+            case "leasehold-redis-fair":
+                return Contenders.leaseholdRedisFair(endpoints.redis(), Duration.ofSeconds(5));
             case "redisson-lock":
                 return Contenders.redisson(endpoints.redis(), false);
             case "redisson-fair":
