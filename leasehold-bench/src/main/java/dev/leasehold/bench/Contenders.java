@@ -296,7 +296,8 @@ final class Contenders {
 
     /**
      * The floor: one autocommit conditional UPDATE to take a pre-created row, one to give it back, each
-     * thread on a connection of its own with its two statements prepared once, a token from a counter.
+     * concurrent caller on a connection of its own (a free list, no pool in between) with the two
+     * statements prepared once per connection, a token from a counter.
      * {@link Contender#prepare} creates the rows before a timed pass.
      */
     static Contender rawJdbc(DataSource dataSource, Database database) throws Exception {
@@ -331,15 +332,22 @@ final class Contenders {
             }
         }
         java.util.List<Session> opened = new java.util.concurrent.CopyOnWriteArrayList<>();
-        ThreadLocal<Session> perThread = ThreadLocal.withInitial(() -> {
-            try {
-                Session session = new Session();
-                opened.add(session);
+        // Idle sessions: a caller takes one for a statement and puts it back, so each concurrent caller
+        // works on a connection of its own without a pool in between, and a pass's threads can end.
+        java.util.concurrent.ConcurrentLinkedDeque<Session> idle = new java.util.concurrent.ConcurrentLinkedDeque<>();
+        java.util.function.Supplier<Session> take = () -> {
+            Session session = idle.pollFirst();
+            if (session != null) {
                 return session;
+            }
+            try {
+                Session created = new Session();
+                opened.add(created);
+                return created;
             } catch (java.sql.SQLException e) {
                 throw new IllegalStateException(e);
             }
-        });
+        };
         String prefix = Long.toString(System.nanoTime(), 36) + "-";
         java.util.concurrent.atomic.AtomicLong tokens = new java.util.concurrent.atomic.AtomicLong();
         return new Contender() {
@@ -375,21 +383,29 @@ final class Contenders {
 
             @Override
             public Held tryLock(String key) throws Exception {
-                Session session = perThread.get();
+                Session session = take.get();
                 String token = prefix + tokens.incrementAndGet();
-                session.take.setString(1, token);
-                session.take.setString(2, key);
-                if (session.take.executeUpdate() != 1) {
+                int taken;
+                try {
+                    session.take.setString(1, token);
+                    session.take.setString(2, key);
+                    taken = session.take.executeUpdate();
+                } finally {
+                    idle.offerFirst(session);
+                }
+                if (taken != 1) {
                     return null;
                 }
                 return () -> {
+                    Session giver = take.get();
                     try {
-                        PreparedStatement give = perThread.get().give;
-                        give.setString(1, key);
-                        give.setString(2, token);
-                        give.executeUpdate();
+                        giver.give.setString(1, key);
+                        giver.give.setString(2, token);
+                        giver.give.executeUpdate();
                     } catch (java.sql.SQLException e) {
                         throw new IllegalStateException(e);
+                    } finally {
+                        idle.offerFirst(giver);
                     }
                 };
             }

@@ -605,6 +605,15 @@ public final class MultiProcessBench {
         // Libraries that print to System.out must not mix into the protocol.
         System.setOut(System.err);
         try (Contender contender = create(id, Endpoints.fromProperties(), threads)) {
+            // a fresh JVM runs its first thousands of calls interpreted: warm the paths on a key of its own
+            String warmKey = key + "-warm-" + process;
+            contender.prepare(List.of(warmKey));
+            for (int i = 0; i < Integer.getInteger("bench.childWarmCalls", 300); i++) {
+                Contender.Held held = contender.lock(warmKey, Duration.ofSeconds(5));
+                if (held != null) {
+                    held.unlock();
+                }
+            }
             Set<String> plain = contender.plainCommands();
             out.println("READY " + (plain.isEmpty() ? "-" : String.join(",", plain)) + " " + contender.name());
             out.flush();
