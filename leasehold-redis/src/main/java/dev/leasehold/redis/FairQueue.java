@@ -21,7 +21,10 @@ import java.util.concurrent.ThreadLocalRandom;
  * </pre>
  *
  * <p>A caller takes a place the second time it asks for a busy key with the same owner token (a
- * waiter asks again; a single try, the HTTP 409 path, asks once and so never holds up the queue).
+ * waiter asks again; a single try, the HTTP 409 path, asks once and so never holds up the queue:
+ * {@code RedisFairQueueTest#aSingleTryTakesNoPlaceAndDoesNotBlockTheNextWaiter}). The engine draws a
+ * new token per attempt for thread-owned acquires, so today only acquires with an explicit {@link
+ * dev.leasehold.LockOwner} queue; thread-owned ones get the key only when no one is queued.
  * A place expires {@code queueTtl} after the owner last asked: a waiter that crashed, or gave up,
  * holds the queue up for at most that long, even when the key was handed to it (the hand-off lasts
  * the rest of its queue TTL until the waiter takes it with its next acquire).
@@ -38,6 +41,9 @@ final class FairQueue {
     private final long queueTtlNanos;
     /** Owners told "busy" once and not yet back, with when: their next ask takes a place. */
     private final ConcurrentHashMap<String, Long> toldBusy = new ConcurrentHashMap<>();
+
+    private final java.util.concurrent.atomic.AtomicLong lastPurge =
+            new java.util.concurrent.atomic.AtomicLong(System.nanoTime());
 
     FairQueue(String keyPrefix, Duration queueTtl) {
         byte[] id = new byte[8];
@@ -69,8 +75,10 @@ final class FairQueue {
 
     private void remember(String owner) {
         long now = System.nanoTime();
-        if (toldBusy.size() >= BUSY_MEMORY) {
-            // single tries that never came back: forget those older than a queue TTL
+        long last = lastPurge.get();
+        if (toldBusy.size() >= BUSY_MEMORY && now - last > queueTtlNanos / 4 && lastPurge.compareAndSet(last, now)) {
+            // single tries that never came back: forget those older than a queue TTL (a scan at most
+            // every quarter TTL, so a stream of busy single tries costs no scan per call)
             toldBusy.values().removeIf(at -> now - at > queueTtlNanos);
         }
         toldBusy.put(owner, now);

@@ -487,8 +487,11 @@ public final class RedisLeaseStore implements LeaseStore {
          * Fair mode: waiters of every process queue in Redis per key, in arrival order, and a release
          * hands the key to the first live waiter in the same script and wakes only that waiter's
          * store. A waiter keeps its place while it asks again within {@code queueTtl}; one that
-         * crashed holds the queue up for at most that long. Every process using a key must use the
-         * same mode. 100 ms to 1 h.
+         * crashed holds the queue up for at most that long (RedisFairQueueTest). A place is taken
+         * on the second ask with the same owner token, so a single try never queues; today that
+         * means only acquires with an explicit {@link dev.leasehold.LockOwner} queue, as the lock
+         * service draws a new token per attempt for thread owners. Every process using a key must
+         * use the same mode. 100 ms to 1 h.
          *
          * @throws IllegalArgumentException naming the value if it is out of range
          */
