@@ -37,6 +37,9 @@ final class FairQueue {
     private static final int BUSY_MEMORY = 4096;
 
     final String wakeChannel;
+    /** Whether the store's pub/sub connection listens on {@link #wakeChannel}; guarded by the store's subscription lock. */
+    boolean subscribed;
+
     private final String queueTtlMillis;
     private final long queueTtlNanos;
     /** Owners told "busy" once and not yet back, with when: their next ask takes a place. */

@@ -303,8 +303,9 @@ public final class RedisLeaseStore implements LeaseStore {
             if (first) {
                 try {
                     // Returns once the server confirmed: a release published after this is delivered.
-                    if (fair != null && byChannel.size() == 1) {
+                    if (fair != null && !fair.subscribed) {
                         pubSub().sync().subscribe(fair.wakeChannel); // hand-offs to this store's waiters
+                        fair.subscribed = true;
                     }
                     pubSub().sync().subscribe(channel);
                 } catch (RedisException e) {
@@ -352,6 +353,9 @@ public final class RedisLeaseStore implements LeaseStore {
             if (pubSub != null) {
                 pubSub.close();
                 pubSub = null;
+            }
+            if (fair != null) {
+                fair.subscribed = false;
             }
             byChannel.clear();
         } finally {

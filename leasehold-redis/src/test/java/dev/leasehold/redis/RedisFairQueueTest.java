@@ -3,8 +3,12 @@ package dev.leasehold.redis;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.leasehold.Lease;
 import dev.leasehold.LeaseInfo;
+import dev.leasehold.LeaseOptions;
 import dev.leasehold.LockKey;
+import dev.leasehold.LockOwner;
+import dev.leasehold.LockService;
 import dev.leasehold.spi.AcquireResult;
 import dev.leasehold.spi.ReleaseNotice;
 import dev.leasehold.spi.ReleaseSubscription;
@@ -13,6 +17,9 @@ import io.lettuce.core.api.StatefulRedisConnection;
 import java.time.Duration;
 import java.util.Map;
 import java.util.TreeMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import org.awaitility.Awaitility;
@@ -207,6 +214,49 @@ class RedisFairQueueTest {
             assertThat(delta(before, after, "eval")).isZero();
             assertThat(delta(before, after, "publish")).isEqualTo(1);
         }
+    }
+
+    @Test
+    void lockServiceWaitersWithTheirOwnTokensAreWokenByTheHandOffInQueueOrder() throws Exception {
+        LockKey key = newKey();
+        LeaseOptions options = LeaseOptions.builder()
+                .leaseFor(LEASE)
+                .waitFor(Duration.ofSeconds(20))
+                .build();
+        ExecutorService waiters = Executors.newFixedThreadPool(2);
+        try (RedisLeaseStore sa = fairStore(Duration.ofSeconds(10));
+                RedisLeaseStore sb = fairStore(Duration.ofSeconds(10));
+                RedisLeaseStore sc = fairStore(Duration.ofSeconds(10));
+                // polls so rare that only the hand-off's wake-up can get a waiter going in time
+                LockService a =
+                        LockService.builder(sa).maxPoll(Duration.ofSeconds(30)).build();
+                LockService b =
+                        LockService.builder(sb).maxPoll(Duration.ofSeconds(30)).build();
+                LockService c =
+                        LockService.builder(sc).maxPoll(Duration.ofSeconds(30)).build()) {
+            Lease held = a.acquire(key, options, LockOwner.create("a"));
+            Future<Lease> atB = waiters.submit(() -> b.acquire(key, options, LockOwner.create("b")));
+            Awaitility.await().atMost(Duration.ofSeconds(10)).until(() -> queued(key) == 1);
+            Future<Lease> atC = waiters.submit(() -> c.acquire(key, options, LockOwner.create("c")));
+            Awaitility.await().atMost(Duration.ofSeconds(10)).until(() -> queued(key) == 2);
+
+            held.close();
+            // the holder's lease had 30 s left and the waiters poll every 30 s: only the wake-up
+            // sent to b's store by the hand-off gets b the key within seconds
+            Lease atBLease = atB.get(5, TimeUnit.SECONDS);
+            assertThat(atBLease.fence()).isGreaterThan(held.fence());
+            assertThat(atC).isNotDone();
+            atBLease.close();
+            Lease atCLease = atC.get(5, TimeUnit.SECONDS);
+            assertThat(atCLease.fence()).isGreaterThan(atBLease.fence());
+            atCLease.close();
+        } finally {
+            waiters.shutdownNow();
+        }
+    }
+
+    private static long queued(LockKey key) {
+        return probe.sync().zcard("fairq-test:{" + key.render() + "}:queue");
     }
 
     @Test
