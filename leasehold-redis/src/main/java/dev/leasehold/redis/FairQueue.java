@@ -58,22 +58,40 @@ final class FairQueue {
 
     private static String[] keys(RedisKeys keys, LockKey key) {
         String lease = keys.lease(key);
-        return new String[] {lease, lease + ":fence", lease + ":queue", lease + ":waiters"};
+        return new String[] {lease, keys.fence(key), lease + ":queue", lease + ":waiters"};
     }
 
     List<Object> acquire(
-            RedisScriptingCommands<String, String> redis, RedisKeys keys, LockKey key, String owner, String millis) {
+            RedisScriptingCommands<String, String> redis,
+            RedisKeys keys,
+            LockKey key,
+            String owner,
+            String millis,
+            String counterTtl) {
         String join = toldBusy.remove(owner) != null ? "1" : "0";
         List<Object> reply = ACQUIRE.run(
-                redis, ScriptOutputType.MULTI, keys(keys, key), owner, millis, queueTtlMillis, wakeChannel, join);
+                redis,
+                ScriptOutputType.MULTI,
+                keys(keys, key),
+                owner,
+                millis,
+                queueTtlMillis,
+                wakeChannel,
+                join,
+                counterTtl);
         if (join.equals("0") && Long.valueOf(0).equals(reply.get(0))) {
             remember(owner);
         }
         return reply;
     }
 
-    Long release(RedisScriptingCommands<String, String> redis, RedisKeys keys, LockKey key, String owner) {
-        return RELEASE.run(redis, ScriptOutputType.INTEGER, keys(keys, key), owner, keys.channel(key));
+    Long release(
+            RedisScriptingCommands<String, String> redis,
+            RedisKeys keys,
+            LockKey key,
+            String owner,
+            String counterTtl) {
+        return RELEASE.run(redis, ScriptOutputType.INTEGER, keys(keys, key), owner, keys.channel(key), counterTtl);
     }
 
     private void remember(String owner) {

@@ -5,9 +5,11 @@
 -- KEYS[4] queue entries: HASH owner -> '<expires_ms> <wake channel>'
 -- ARGV[1] owner, ARGV[2] lease ms, ARGV[3] queue TTL ms, ARGV[4] the owner's wake channel,
 -- ARGV[5] '1' to take (or keep) a place in the queue, '0' for a single try that takes no place
+-- ARGV[6] how long the fence counter stays after this grant, ms
 --
 --   IF the lease's owner = ARGV[1] (re-entry, or the grant a release handed to this waiter)
---     THEN reset the TTL to ARGV[2]; keep the fence; leave the queue              -> granted
+--     THEN reset the TTL to ARGV[2]; keep the fence; leave the queue
+--          -> granted; new when it takes a hand-off (field 'handed', which it removes)
 --   Drop the queue's expired head entries (a waiter that stopped asking).
 --   IF the lease is absent AND the first live entry is the owner's or there is none
 --     THEN fence := next fence; lease := {owner, fence} with TTL ARGV[2]; leave the queue -> granted
@@ -20,16 +22,23 @@
 --
 -- Fences: next_fence of fair-fence.lua, which is prepended to this script.
 --
--- Returns {1, fence, ttl_ms, time_s, time_us} when granted, {0, wait_ms} when busy.
+-- Returns {1, fence, ttl_ms, time_s, time_us, new (1) or re-entry (0)} when granted,
+--         {0, wait_ms} when busy.
 local owner = ARGV[1]
 local now = redis.call('TIME')
 local now_ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
 local holder = redis.call('HGET', KEYS[1], 'owner')
 if holder == owner then
+  local lease = redis.call('HMGET', KEYS[1], 'fence', 'handed')
+  local new = 0
+  if lease[2] then
+    redis.call('HDEL', KEYS[1], 'handed')
+    new = 1
+  end
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   redis.call('ZREM', KEYS[3], owner)
   redis.call('HDEL', KEYS[4], owner)
-  return {1, tonumber(redis.call('HGET', KEYS[1], 'fence')), tonumber(ARGV[2]), tonumber(now[1]), tonumber(now[2])}
+  return {1, tonumber(lease[1]), tonumber(ARGV[2]), tonumber(now[1]), tonumber(now[2]), new}
 end
 local head = false
 local head_left = 0
@@ -49,12 +58,12 @@ while true do
   redis.call('HDEL', KEYS[4], first[1])
 end
 if holder == false and (head == false or head == owner) then
-  local fence = next_fence(KEYS[2], now)
-  redis.call('HSET', KEYS[1], 'owner', owner, 'fence', string.format('%d', fence))
+  local fence, text = next_fence(KEYS[2], now, ARGV[6])
+  redis.call('HSET', KEYS[1], 'owner', owner, 'fence', text)
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
   redis.call('ZREM', KEYS[3], owner)
   redis.call('HDEL', KEYS[4], owner)
-  return {1, fence, tonumber(ARGV[2]), tonumber(now[1]), tonumber(now[2])}
+  return {1, fence, tonumber(ARGV[2]), tonumber(now[1]), tonumber(now[2]), 1}
 end
 if ARGV[5] == '1' or redis.call('ZSCORE', KEYS[3], owner) then
   redis.call('ZADD', KEYS[3], 'NX', tonumber(now[1]) * 1000000 + tonumber(now[2]), owner)

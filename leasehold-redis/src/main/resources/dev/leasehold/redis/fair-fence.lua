@@ -1,13 +1,14 @@
--- next_fence: the fence of a new grant, as in acquire.lua: INCR of the counter KEYS[2]; a missing
--- counter (INCR returns 1: first use, or lost in a restart without persistence) starts at the
--- server's TIME in ms x 1000 + 1 instead. Prepended to the fair-mode scripts.
-local function next_fence(counter, now)
-  local fence = redis.call('INCR', counter)
-  if fence == 1 then
-    -- built as text: Lua would print a 16-digit number in exponent form
-    local seeded = now[1] .. string.format('%03d', math.floor(tonumber(now[2]) / 1000)) .. '001'
-    redis.call('SET', counter, seeded)
-    fence = tonumber(seeded)
+-- next_fence: the fence of a new grant, as in acquire.lua: a hybrid logical clock,
+-- max(counter + 1, server TIME in microseconds); the counter keeps it with TTL counter_ttl ms.
+-- `now` is the script's TIME, read before its first write. Prepended to the fair-mode scripts.
+local function next_fence(counter, now, counter_ttl)
+  local fence = tonumber(now[1]) * 1000000 + tonumber(now[2])
+  local last = tonumber(redis.call('GET', counter))
+  if last ~= nil and last + 1 > fence then
+    fence = last + 1
   end
-  return fence
+  -- %d, not tostring: Lua would print a 16-digit number in exponent form
+  local text = string.format('%d', fence)
+  redis.call('SET', counter, text, 'PX', counter_ttl)
+  return fence, text
 end

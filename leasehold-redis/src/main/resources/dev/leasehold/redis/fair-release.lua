@@ -1,11 +1,11 @@
 -- fair release: compare-and-delete, then hand the key to the first live waiter in the same step
 --
 -- KEYS as in fair-acquire.lua: 1 lease hash, 2 fence counter, 3 queue ZSET, 4 queue entries HASH
--- ARGV[1] owner, ARGV[2] the key's release channel
+-- ARGV[1] owner, ARGV[2] the key's release channel, ARGV[3] how long the fence counter stays, ms
 --
 --   IF the lease KEYS[1] exists AND its owner = ARGV[1]
 --     THEN delete it; then, from the head of the queue, drop expired entries; for the first live one:
---          fence := next fence; lease := {waiter, fence} with TTL = the rest of the waiter's queue TTL
+--          fence := next fence; lease := {waiter, fence, handed} with TTL = the rest of the waiter's queue TTL
 --          (a waiter that stopped asking holds the key no longer than its queue TTL allowed); remove
 --          its entry; PUBLISH '<ARGV[2]> r:<old fence>' to the waiter's own wake channel only   -> 1
 --          With no live waiter, PUBLISH 'r:<old fence>' to the key's channel                     -> 1
@@ -13,12 +13,12 @@
 --
 -- The waiter takes the handed-off lease with its next acquire (owner = itself: the TTL becomes its
 -- lease time). Fences: next_fence of fair-fence.lua, which is prepended to this script.
+local now = redis.call('TIME') -- read before the first write (see acquire.lua)
 local lease = redis.call('HMGET', KEYS[1], 'owner', 'fence')
 if lease[1] ~= ARGV[1] then
   return 0
 end
 redis.call('DEL', KEYS[1])
-local now = redis.call('TIME')
 local now_ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
 while true do
   local first = redis.call('ZRANGE', KEYS[3], 0, 0)
@@ -33,8 +33,8 @@ while true do
     local expires, channel = string.match(entry, '^(%d+) (.+)$')
     expires = tonumber(expires)
     if expires > now_ms then
-      local fence = next_fence(KEYS[2], now)
-      redis.call('HSET', KEYS[1], 'owner', waiter, 'fence', string.format('%d', fence))
+      local _, text = next_fence(KEYS[2], now, ARGV[3])
+      redis.call('HSET', KEYS[1], 'owner', waiter, 'fence', text, 'handed', '1')
       redis.call('PEXPIRE', KEYS[1], expires - now_ms)
       redis.call('PUBLISH', channel, ARGV[2] .. ' r:' .. lease[2])
       return 1

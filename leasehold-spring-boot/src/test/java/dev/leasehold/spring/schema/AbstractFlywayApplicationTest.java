@@ -68,8 +68,8 @@ abstract class AbstractFlywayApplicationTest {
                         .orElseThrow()) {
                     assertThat(lease.fence()).isPositive();
                 }
-                Claim claim =
-                        context.getBean(RequestRecords.class).begin("flyway-test", "round-" + round, "0".repeat(64));
+                Claim claim = context.getBean(RequestRecords.class)
+                        .begin("flyway-test", "round-" + round, "v1:" + "0".repeat(64));
                 assertThat(claim).isInstanceOf(Claim.Claimed.class);
                 JdbcTemplate jdbc = context.getBean(JdbcTemplate.class);
                 assertThat(jdbc.queryForList(
