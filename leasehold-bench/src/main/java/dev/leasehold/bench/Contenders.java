@@ -5,7 +5,6 @@ import com.zaxxer.hikari.HikariDataSource;
 import dev.leasehold.Lease;
 import dev.leasehold.LeaseOptions;
 import dev.leasehold.LockKey;
-import dev.leasehold.LockOwner;
 import dev.leasehold.LockService;
 import dev.leasehold.jdbc.Database;
 import dev.leasehold.jdbc.JdbcLeaseStore;
@@ -168,57 +167,21 @@ final class Contenders {
         return Redisson.create(config);
     }
 
-    /**
-     * Leasehold on the Redis store's fair mode. Each lock call is its own {@link LockOwner}, so a waiter
-     * keeps one token for its whole wait (the engine draws a new token per attempt for thread
-     * owners, with which a waiter never finds its place in the store's queue again); the head polls at
-     * most every 50 ms, so its second ask (which takes its place) follows the first soon.
-     */
+    /** Leasehold on the Redis store's fair mode (one queue per key in Redis, hand-off at release). */
     static Contender leaseholdRedisFair(String uri, Duration queueTtl) {
         RedisClient client = RedisClient.create(uri);
         RedisLeaseStore store = RedisLeaseStore.builder(client)
                 .keyPrefix("bench:")
                 .fairQueue(queueTtl)
                 .build();
-        LockService locks =
-                LockService.builder(store).maxPoll(Duration.ofMillis(50)).build();
-        LeaseOptions options = LeaseOptions.builder().leaseFor(LEASE).build();
-        return new Contender() {
-            @Override
-            public String name() {
-                return "Leasehold (Redis, fair queue)";
-            }
-
-            @Override
-            public String backend() {
-                return "redis";
-            }
-
-            @Override
-            public Held tryLock(String key) {
-                return locks.tryAcquire(LockKey.of("bench", key), options, LockOwner.create("bench"))
-                        .<Held>map(l -> l::close)
-                        .orElse(null);
-            }
-
-            @Override
-            public Held lock(String key, Duration wait) throws InterruptedException {
-                try {
-                    Lease lease =
-                            locks.acquire(LockKey.of("bench", key), options.withWait(wait), LockOwner.create("bench"));
-                    return lease::close;
-                } catch (dev.leasehold.LockBusyException e) {
-                    return null;
-                }
-            }
-
-            @Override
-            public void close() {
-                locks.close();
-                store.close();
-                client.shutdown();
-            }
-        };
+        return leasehold(
+                "Leasehold (Redis, fair queue)",
+                "redis",
+                LockService.builder(store).build(),
+                () -> {
+                    store.close();
+                    client.shutdown();
+                });
     }
 
     static Contender redisson(String uri, boolean fenced) {

@@ -22,9 +22,10 @@ import java.util.concurrent.ThreadLocalRandom;
  *
  * <p>A caller takes a place the second time it asks for a busy key with the same owner token (a
  * waiter asks again; a single try, the HTTP 409 path, asks once and so never holds up the queue:
- * {@code RedisFairQueueTest#aSingleTryTakesNoPlaceAndDoesNotBlockTheNextWaiter}). The engine draws a
- * new token per attempt for thread-owned acquires, so today only acquires with an explicit {@link
- * dev.leasehold.LockOwner} queue; thread-owned ones get the key only when no one is queued.
+ * {@code RedisFairQueueTest#aSingleTryTakesNoPlaceAndDoesNotBlockTheNextWaiter}), or at once when
+ * this store already waits for the key (it has a release subscription for it: the lock service
+ * subscribes only for waiters, and its fair local queue sends no single try to the store while
+ * one of its threads waits). The lock service asks with one token for all attempts of a wait.
  * A place expires {@code queueTtl} after the owner last asked: a waiter that crashed, or gave up,
  * holds the queue up for at most that long, even when the key was handed to it (the hand-off lasts
  * the rest of its queue TTL until the waiter takes it with its next acquire).
@@ -67,8 +68,9 @@ final class FairQueue {
             LockKey key,
             String owner,
             String millis,
-            String counterTtl) {
-        String join = toldBusy.remove(owner) != null ? "1" : "0";
+            String counterTtl,
+            boolean waitedFor) {
+        String join = toldBusy.remove(owner) != null || waitedFor ? "1" : "0";
         List<Object> reply = ACQUIRE.run(
                 redis,
                 ScriptOutputType.MULTI,

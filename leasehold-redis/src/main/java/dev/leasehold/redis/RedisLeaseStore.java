@@ -187,7 +187,14 @@ public final class RedisLeaseStore implements LeaseStore {
                 "acquire",
                 key,
                 commands -> fair != null
-                        ? fair.acquire(commands, keys, key, owner, millis, counterTtl)
+                        ? fair.acquire(
+                                commands,
+                                keys,
+                                key,
+                                owner,
+                                millis,
+                                counterTtl,
+                                byChannel.containsKey(keys.channel(key)))
                         : ACQUIRE.run(commands, ScriptOutputType.MULTI, scriptKeys, owner, millis, counterTtl),
                 granted -> asLong(granted.get(0)) == 1,
                 granted -> {
@@ -693,10 +700,9 @@ public final class RedisLeaseStore implements LeaseStore {
          * hands the key to the first live waiter in the same script and wakes only that waiter's
          * store. A waiter keeps its place while it asks again within {@code queueTtl}; one that
          * crashed holds the queue up for at most that long (RedisFairQueueTest). A place is taken
-         * on the second ask with the same owner token, so a single try never queues; today that
-         * means only acquires with an explicit {@link dev.leasehold.LockOwner} queue, as the lock
-         * service draws a new token per attempt for thread owners. Every process using a key must
-         * use the same mode. 100 ms to 1 h.
+         * on the second ask with the same owner token (the lock service asks with one token for a
+         * whole wait), or at once while this store already waits for the key, so a single try never
+         * queues. Every process using a key must use the same mode. 100 ms to 1 h.
          *
          * @throws IllegalArgumentException naming the value if it is out of range
          */

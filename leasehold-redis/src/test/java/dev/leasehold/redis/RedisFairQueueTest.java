@@ -132,6 +132,25 @@ class RedisFairQueueTest {
     }
 
     @Test
+    void aFirstAskTakesAPlaceWhileTheStoreAlreadyWaitsForTheKey() {
+        LockKey key = newKey();
+        try (RedisLeaseStore a = fairStore(Duration.ofSeconds(10));
+                RedisLeaseStore b = fairStore(Duration.ofSeconds(10))) {
+            ReleaseSubscription waiting = b.subscribe(key, notice -> {});
+            try {
+                assertThat(a.tryAcquire(key, "holder-a-000000000", LEASE)).isInstanceOf(AcquireResult.Granted.class);
+                assertThat(b.tryAcquire(key, "next-waiter-b-0000", LEASE)).isInstanceOf(AcquireResult.Busy.class);
+
+                assertThat(a.release(key, "holder-a-000000000")).isTrue();
+
+                assertThat(holder(a, key)).isEqualTo("next-waiter-b-0000");
+            } finally {
+                waiting.close();
+            }
+        }
+    }
+
+    @Test
     void aWaiterThatStoppedAskingIsSkippedOnceItsQueueTtlRanOut() {
         LockKey key = newKey();
         Duration queueTtl = Duration.ofMillis(600);
