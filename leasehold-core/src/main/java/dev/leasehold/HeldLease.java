@@ -100,7 +100,10 @@ final class HeldLease {
             return;
         }
         try {
-            renewalDue = engine.timer.schedule(this::renewalFallsDue, renewalPeriod(), TimeUnit.NANOSECONDS);
+            // At most half the local validity away: a grant shorter than its lease time (a store that
+            // hands a waiter the key for the rest of its queue place) is renewed in time too.
+            long delay = Math.min(renewalPeriod(), Math.max(1, (deadlineNanos - engine.ticker.nanos()) / 2));
+            renewalDue = engine.timer.schedule(this::renewalFallsDue, delay, TimeUnit.NANOSECONDS);
         } catch (RejectedExecutionException e) {
             // The service is closing.
         }

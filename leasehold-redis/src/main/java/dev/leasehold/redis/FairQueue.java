@@ -3,11 +3,15 @@ package dev.leasehold.redis;
 import dev.leasehold.LockKey;
 import io.lettuce.core.ScriptOutputType;
 import io.lettuce.core.api.sync.RedisScriptingCommands;
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
 import java.time.Duration;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * The fair mode of {@link RedisLeaseStore} ({@link RedisLeaseStore.Builder#fairQueue}): waiters of
@@ -29,13 +33,21 @@ import java.util.concurrent.ThreadLocalRandom;
  * A place expires {@code queueTtl} after the owner last asked: a waiter that crashed, or gave up,
  * holds the queue up for at most that long, even when the key was handed to it (the hand-off lasts
  * the rest of its queue TTL until the waiter takes it with its next acquire).
+ *
+ * <p>One round trip per hand-off: the release's wake-up carries the grant (fence, TTL, server
+ * time, and the SHA-1 of the waiter's token, never the token). The waiter's store keeps it, and the
+ * waiter's next acquire is answered from it without asking Redis, with a validity counted from when
+ * the waiter last asked: the server handed the key over only after that ask, and the hand-off ends
+ * one queue TTL after it, so the local deadline is never later than the server's. The lock service
+ * renews such a short grant at half its validity, which makes it a full lease. Not with a replica
+ * acknowledgement (the take is then a write that is waited for).
  */
 final class FairQueue {
 
     static final Script ACQUIRE = Script.joined("fair-acquire", "fair-fence", "fair-acquire");
     static final Script RELEASE = Script.joined("fair-release", "fair-fence", "fair-release");
 
-    private static final int BUSY_MEMORY = 4096;
+    private static final int MEMORY = 4096;
 
     final String wakeChannel;
     /** Whether the store's pub/sub connection listens on {@link #wakeChannel}; guarded by the store's subscription lock. */
@@ -43,18 +55,24 @@ final class FairQueue {
 
     private final String queueTtlMillis;
     private final long queueTtlNanos;
-    /** Owners told "busy" once and not yet back, with when: their next ask takes a place. */
-    private final ConcurrentHashMap<String, Long> toldBusy = new ConcurrentHashMap<>();
+    private final boolean pushedGrants;
+    /** Owners told "busy", with when they asked: their next ask keeps (or takes) a place. */
+    private final ConcurrentHashMap<String, Long> asked = new ConcurrentHashMap<>();
+    /** Hand-offs announced to this store, by the SHA-1 of the waiter's token. */
+    private final ConcurrentHashMap<String, Pushed> pushed = new ConcurrentHashMap<>();
 
-    private final java.util.concurrent.atomic.AtomicLong lastPurge =
-            new java.util.concurrent.atomic.AtomicLong(System.nanoTime());
+    private final AtomicLong lastPurge = new AtomicLong(System.nanoTime());
 
-    FairQueue(String keyPrefix, Duration queueTtl) {
+    /** A hand-off announced by a wake-up, not yet taken. */
+    private record Pushed(String keyChannel, long fence, long grantedAtMicros, long ttlMillis, long receivedNanos) {}
+
+    FairQueue(String keyPrefix, Duration queueTtl, boolean pushedGrants) {
         byte[] id = new byte[8];
         ThreadLocalRandom.current().nextBytes(id);
         this.wakeChannel = keyPrefix + "wake:" + HexFormat.of().formatHex(id);
         this.queueTtlMillis = Long.toString(queueTtl.toMillis());
         this.queueTtlNanos = queueTtl.toNanos();
+        this.pushedGrants = pushedGrants;
     }
 
     private static String[] keys(RedisKeys keys, LockKey key) {
@@ -70,7 +88,16 @@ final class FairQueue {
             String millis,
             String counterTtl,
             boolean waitedFor) {
-        String join = toldBusy.remove(owner) != null || waitedFor ? "1" : "0";
+        long sent = System.nanoTime();
+        Long askedAt = asked.get(owner);
+        if (askedAt != null && !pushed.isEmpty()) {
+            List<Object> taken = takePushed(keys.channel(key), owner, askedAt, sent);
+            if (taken != null) {
+                asked.remove(owner);
+                return taken;
+            }
+        }
+        String join = askedAt != null || waitedFor ? "1" : "0";
         List<Object> reply = ACQUIRE.run(
                 redis,
                 ScriptOutputType.MULTI,
@@ -81,10 +108,30 @@ final class FairQueue {
                 wakeChannel,
                 join,
                 counterTtl);
-        if (join.equals("0") && Long.valueOf(0).equals(reply.get(0))) {
-            remember(owner);
+        if (Long.valueOf(0).equals(reply.get(0))) {
+            remember(owner, sent);
+        } else {
+            asked.remove(owner);
         }
         return reply;
+    }
+
+    /**
+     * The reply of a granted acquire built from a pushed hand-off, or null. Valid until the waiter's
+     * last ask plus one queue TTL, which is no later than the server's end of the hand-off.
+     */
+    private List<Object> takePushed(String keyChannel, String owner, long askedAt, long now) {
+        Pushed grant = pushed.remove(sha1(owner));
+        if (grant == null || !grant.keyChannel().equals(keyChannel)) {
+            return null;
+        }
+        long remainingMillis = Math.min(grant.ttlMillis(), (askedAt + queueTtlNanos - now) / 1_000_000);
+        if (remainingMillis < 1) {
+            return null; // too late to trust: let the script answer
+        }
+        long expiresAtMicros = grant.grantedAtMicros() + grant.ttlMillis() * 1000;
+        long replyAtMicros = expiresAtMicros - remainingMillis * 1000;
+        return List.of(1L, grant.fence(), remainingMillis, replyAtMicros / 1_000_000, replyAtMicros % 1_000_000, 0L);
     }
 
     Long release(
@@ -96,22 +143,50 @@ final class FairQueue {
         return RELEASE.run(redis, ScriptOutputType.INTEGER, keys(keys, key), owner, keys.channel(key), counterTtl);
     }
 
-    private void remember(String owner) {
-        long now = System.nanoTime();
+    private void remember(String owner, long sent) {
         long last = lastPurge.get();
-        if (toldBusy.size() >= BUSY_MEMORY && now - last > queueTtlNanos / 4 && lastPurge.compareAndSet(last, now)) {
-            // single tries that never came back: forget those older than a queue TTL (a scan at most
-            // every quarter TTL, so a stream of busy single tries costs no scan per call)
-            toldBusy.values().removeIf(at -> now - at > queueTtlNanos);
+        if ((asked.size() >= MEMORY || pushed.size() >= MEMORY)
+                && sent - last > queueTtlNanos / 4
+                && lastPurge.compareAndSet(last, sent)) {
+            // single tries that never came back, hand-offs never taken: forget those older than a
+            // queue TTL (a scan at most every quarter TTL, so a stream of single tries costs no scan
+            // per call)
+            asked.values().removeIf(at -> sent - at > queueTtlNanos);
+            pushed.values().removeIf(p -> sent - p.receivedNanos() > queueTtlNanos);
         }
-        toldBusy.put(owner, now);
+        asked.put(owner, sent);
     }
 
     /**
-     * A message on a wake channel as the key channel's own message: {@code [key channel, "r:<fence>"]}.
+     * A message on the wake channel, {@code <key channel> r:<fence> <sha1 of waiter> <fence> <ttl ms>
+     * <time s> <time µs>}, as the key channel's own message {@code [key channel, "r:<fence>"]}; keeps
+     * the announced hand-off for the waiter's next acquire first.
      */
-    static String[] route(String message) {
-        int space = message.lastIndexOf(' ');
-        return new String[] {message.substring(0, space), message.substring(space + 1)};
+    String[] route(String message) {
+        String[] f = message.split(" ");
+        if (pushedGrants && f.length == 7) {
+            try {
+                pushed.put(
+                        f[2],
+                        new Pushed(
+                                f[0],
+                                Long.parseLong(f[3]),
+                                Long.parseLong(f[5]) * 1_000_000 + Long.parseLong(f[6]),
+                                Long.parseLong(f[4]),
+                                System.nanoTime()));
+            } catch (NumberFormatException e) {
+                // not a hand-off we understand: the waiter takes the key with the script instead
+            }
+        }
+        return new String[] {f[0], f[1]};
+    }
+
+    private static String sha1(String text) {
+        try {
+            return HexFormat.of()
+                    .formatHex(MessageDigest.getInstance("SHA-1").digest(text.getBytes(StandardCharsets.UTF_8)));
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException("SHA-1 is required by every Java platform", e);
+        }
     }
 }

@@ -128,7 +128,9 @@ public final class RedisLeaseStore implements LeaseStore {
         this.pubSubFactory = builder.pubSubFactory;
         this.keys = new RedisKeys(builder.keyPrefix);
         this.name = builder.name;
-        this.fair = builder.fairQueueTtl == null ? null : new FairQueue(builder.keyPrefix, builder.fairQueueTtl);
+        this.fair = builder.fairQueueTtl == null
+                ? null
+                : new FairQueue(builder.keyPrefix, builder.fairQueueTtl, builder.acknowledgement == null);
         for (Script script :
                 List.of(ACQUIRE, RENEW, RELEASE, FORCE_RELEASE, INSPECT, FairQueue.ACQUIRE, FairQueue.RELEASE)) {
             try {
@@ -389,7 +391,7 @@ public final class RedisLeaseStore implements LeaseStore {
                 @Override
                 public void message(String channel, String message) {
                     String[] routed = fair != null && channel.equals(fair.wakeChannel)
-                            ? FairQueue.route(message)
+                            ? fair.route(message)
                             : new String[] {channel, message};
                     CopyOnWriteArrayList<Subscription> list = byChannel.get(routed[0]);
                     if (list != null) {

@@ -7,7 +7,8 @@
 --     THEN delete it; then, from the head of the queue, drop expired entries; for the first live one:
 --          fence := next fence; lease := {waiter, fence, handed} with TTL = the rest of the waiter's queue TTL
 --          (a waiter that stopped asking holds the key no longer than its queue TTL allowed); remove
---          its entry; PUBLISH '<ARGV[2]> r:<old fence>' to the waiter's own wake channel only   -> 1
+--          its entry; PUBLISH '<ARGV[2]> r:<old fence> <sha1(waiter)> <fence> <ttl_ms> <time_s> <time_us>'
+--          to the waiter's own wake channel only                                                  -> 1
 --          With no live waiter, PUBLISH 'r:<old fence>' to the key's channel                     -> 1
 --   ELSE change nothing                                                                            -> 0
 --
@@ -36,7 +37,9 @@ while true do
       local _, text = next_fence(KEYS[2], now, ARGV[3])
       redis.call('HSET', KEYS[1], 'owner', waiter, 'fence', text, 'handed', '1')
       redis.call('PEXPIRE', KEYS[1], expires - now_ms)
-      redis.call('PUBLISH', channel, ARGV[2] .. ' r:' .. lease[2])
+      -- the grant travels with the wake-up, named by the SHA-1 of the waiter's token (never the token)
+      redis.call('PUBLISH', channel, ARGV[2] .. ' r:' .. lease[2] .. ' ' .. redis.sha1hex(waiter) .. ' ' .. text
+        .. ' ' .. (expires - now_ms) .. ' ' .. now[1] .. ' ' .. now[2])
       return 1
     end
   end

@@ -216,7 +216,46 @@ class RedisFairQueueTest {
     }
 
     @Test
-    void aHandOffCostsTheReleaseAndTheWaitersTakeCountedAtTheServer() {
+    void aHandOffCostsOneRoundTripAfterTheReleaseCountedAtTheServer() throws Exception {
+        LockKey key = newKey();
+        Duration queueTtl = Duration.ofSeconds(10);
+        try (RedisLeaseStore a = fairStore(queueTtl);
+                RedisLeaseStore b = fairStore(queueTtl)) {
+            LinkedBlockingQueue<ReleaseNotice> atB = new LinkedBlockingQueue<>();
+            ReleaseSubscription waiting = b.subscribe(key, atB::add);
+            try {
+                AcquireResult first = a.tryAcquire(key, "holder-a-000000000", LEASE);
+                long holderFence = ((AcquireResult.Granted) first).grant().fence();
+                assertThat(b.tryAcquire(key, "waiter-b-000000000", LEASE)).isInstanceOf(AcquireResult.Busy.class);
+
+                Map<String, Long> before = commandCalls();
+                assertThat(a.release(key, "holder-a-000000000")).isTrue();
+                assertThat(atB.poll(5, TimeUnit.SECONDS)).isNotNull(); // the wake-up, carrying the grant
+                AcquireResult taken = b.tryAcquire(key, "waiter-b-000000000", LEASE);
+                Map<String, Long> after = commandCalls();
+
+                // the release is the only script: the waiter's acquire was answered from the wake-up
+                assertThat(delta(before, after, "evalsha")).isEqualTo(1);
+                assertThat(delta(before, after, "eval")).isZero();
+                assertThat(delta(before, after, "publish")).isEqualTo(1);
+                assertThat(taken).isInstanceOf(AcquireResult.Granted.class);
+                dev.leasehold.spi.Grant grant = ((AcquireResult.Granted) taken).grant();
+                assertThat(grant.fence()).isGreaterThan(holderFence);
+                // valid no longer than the hand-off the server gave (the rest of the queue place)
+                assertThat(grant.remaining()).isPositive().isLessThanOrEqualTo(queueTtl);
+                LeaseInfo onServer = a.inspect(key).orElseThrow();
+                assertThat(onServer.ownerToken()).isEqualTo("waiter-b-000000000");
+                assertThat(onServer.fence()).isEqualTo(grant.fence());
+                assertThat(onServer.expiresAt())
+                        .isAfterOrEqualTo(grant.expiresAt().minusMillis(1));
+            } finally {
+                waiting.close();
+            }
+        }
+    }
+
+    @Test
+    void withoutItsWakeUpAWaiterTakesTheHandOffWithOneMoreRoundTrip() {
         LockKey key = newKey();
         try (RedisLeaseStore a = fairStore(Duration.ofSeconds(10));
                 RedisLeaseStore b = fairStore(Duration.ofSeconds(10))) {
