@@ -3,9 +3,6 @@ package dev.leasehold.redis;
 import dev.leasehold.LockKey;
 import io.lettuce.core.ScriptOutputType;
 import io.lettuce.core.api.sync.RedisScriptingCommands;
-import java.nio.charset.StandardCharsets;
-import java.security.MessageDigest;
-import java.security.NoSuchAlgorithmException;
 import java.time.Duration;
 import java.util.HexFormat;
 import java.util.List;
@@ -121,7 +118,7 @@ final class FairQueue {
      * last ask plus one queue TTL, which is no later than the server's end of the hand-off.
      */
     private List<Object> takePushed(String keyChannel, String owner, long askedAt, long now) {
-        Pushed grant = pushed.remove(sha1(owner));
+        Pushed grant = pushed.remove(Script.sha1(owner));
         if (grant == null || !grant.keyChannel().equals(keyChannel)) {
             return null;
         }
@@ -179,14 +176,5 @@ final class FairQueue {
             }
         }
         return new String[] {f[0], f[1]};
-    }
-
-    private static String sha1(String text) {
-        try {
-            return HexFormat.of()
-                    .formatHex(MessageDigest.getInstance("SHA-1").digest(text.getBytes(StandardCharsets.UTF_8)));
-        } catch (NoSuchAlgorithmException e) {
-            throw new IllegalStateException("SHA-1 is required by every Java platform", e);
-        }
     }
 }

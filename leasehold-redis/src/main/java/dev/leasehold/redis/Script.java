@@ -73,7 +73,8 @@ final class Script {
         }
     }
 
-    private static String sha1(String text) {
+    /** The SHA-1 of the text in lower-case hex, as Redis names scripts (and {@code redis.sha1hex}). */
+    static String sha1(String text) {
         try {
             return HexFormat.of()
                     .formatHex(MessageDigest.getInstance("SHA-1").digest(text.getBytes(StandardCharsets.UTF_8)));
