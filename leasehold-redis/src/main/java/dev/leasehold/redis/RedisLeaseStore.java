@@ -112,6 +112,7 @@ public final class RedisLeaseStore implements LeaseStore {
     private final Supplier<StatefulRedisPubSubConnection<String, String>> pubSubFactory;
     private final RedisKeys keys;
     private final String name;
+    private final FairQueue fair; // null unless Builder.fairQueue
 
     private final ReentrantLock subscriptions = new ReentrantLock();
     private final ConcurrentHashMap<String, CopyOnWriteArrayList<Subscription>> byChannel = new ConcurrentHashMap<>();
@@ -127,7 +128,11 @@ public final class RedisLeaseStore implements LeaseStore {
         this.pubSubFactory = builder.pubSubFactory;
         this.keys = new RedisKeys(builder.keyPrefix);
         this.name = builder.name;
-        for (Script script : List.of(ACQUIRE, RENEW, RELEASE, FORCE_RELEASE, INSPECT)) {
+        this.fair = builder.fairQueueTtl == null
+                ? null
+                : new FairQueue(builder.keyPrefix, builder.fairQueueTtl, builder.acknowledgement == null);
+        for (Script script :
+                List.of(ACQUIRE, RENEW, RELEASE, FORCE_RELEASE, INSPECT, FairQueue.ACQUIRE, FairQueue.RELEASE)) {
             try {
                 redis.scriptLoad(script.body());
             } catch (RedisException e) {
@@ -183,7 +188,16 @@ public final class RedisLeaseStore implements LeaseStore {
         List<Object> reply = write(
                 "acquire",
                 key,
-                commands -> ACQUIRE.run(commands, ScriptOutputType.MULTI, scriptKeys, owner, millis, counterTtl),
+                commands -> fair != null
+                        ? fair.acquire(
+                                commands,
+                                keys,
+                                key,
+                                owner,
+                                millis,
+                                counterTtl,
+                                byChannel.containsKey(keys.channel(key)))
+                        : ACQUIRE.run(commands, ScriptOutputType.MULTI, scriptKeys, owner, millis, counterTtl),
                 granted -> asLong(granted.get(0)) == 1,
                 granted -> {
                     if (asLong(granted.get(5)) == 1) {
@@ -222,8 +236,14 @@ public final class RedisLeaseStore implements LeaseStore {
         Long released = call(
                 "release",
                 key,
-                () -> RELEASE.run(
-                        redis, ScriptOutputType.INTEGER, new String[] {keys.lease(key)}, owner, keys.channel(key)));
+                () -> fair != null
+                        ? fair.release(redis, keys, key, owner, counterTtl)
+                        : RELEASE.run(
+                                redis,
+                                ScriptOutputType.INTEGER,
+                                new String[] {keys.lease(key)},
+                                owner,
+                                keys.channel(key)));
         return released != null && released == 1;
     }
 
@@ -347,6 +367,10 @@ public final class RedisLeaseStore implements LeaseStore {
             if (first) {
                 try {
                     // Returns once the server confirmed: a release published after this is delivered.
+                    if (fair != null && !fair.subscribed) {
+                        pubSub().sync().subscribe(fair.wakeChannel); // hand-offs to this store's waiters
+                        fair.subscribed = true;
+                    }
                     pubSub().sync().subscribe(channel);
                 } catch (RedisException e) {
                     list.remove(subscription);
@@ -366,9 +390,12 @@ public final class RedisLeaseStore implements LeaseStore {
             connection.addListener(new RedisPubSubAdapter<>() {
                 @Override
                 public void message(String channel, String message) {
-                    CopyOnWriteArrayList<Subscription> list = byChannel.get(channel);
+                    String[] routed = fair != null && channel.equals(fair.wakeChannel)
+                            ? fair.route(message)
+                            : new String[] {channel, message};
+                    CopyOnWriteArrayList<Subscription> list = byChannel.get(routed[0]);
                     if (list != null) {
-                        list.forEach(subscription -> subscription.fire(message));
+                        list.forEach(subscription -> subscription.fire(routed[1]));
                     }
                 }
             });
@@ -390,6 +417,9 @@ public final class RedisLeaseStore implements LeaseStore {
             if (pubSub != null) {
                 pubSub.close();
                 pubSub = null;
+            }
+            if (fair != null) {
+                fair.subscribed = false;
             }
             byChannel.clear();
         } finally {
@@ -620,6 +650,7 @@ public final class RedisLeaseStore implements LeaseStore {
         private Duration fenceCounterTtl = DEFAULT_FENCE_COUNTER_TTL;
         private boolean allowEviction;
         private Acknowledgement acknowledgement;
+        private Duration fairQueueTtl;
         private StatefulConnection<String, String> connection;
         private RedisClusterCommands<String, String> commands;
 
@@ -663,6 +694,27 @@ public final class RedisLeaseStore implements LeaseStore {
                 throw new IllegalArgumentException("fenceCounterTtl must be at least 1 s, was " + ttl);
             }
             this.fenceCounterTtl = ttl;
+            return this;
+        }
+
+        /**
+         * Fair mode: waiters of every process queue in Redis per key, in arrival order, and a release
+         * hands the key to the first live waiter in the same script and wakes only that waiter's
+         * store. A waiter keeps its place while it asks again within {@code queueTtl}; one that
+         * crashed holds the queue up for at most that long (RedisFairQueueTest). A place is taken
+         * on the second ask with the same owner token (the lock service asks with one token for a
+         * whole wait), or at once while this store already waits for the key, so a single try never
+         * queues. Every process using a key must use the same mode. 100 ms to 1 h.
+         *
+         * @throws IllegalArgumentException naming the value if it is out of range
+         */
+        public Builder fairQueue(Duration queueTtl) {
+            if (queueTtl == null
+                    || queueTtl.compareTo(Duration.ofMillis(100)) < 0
+                    || queueTtl.compareTo(Duration.ofHours(1)) > 0) {
+                throw new IllegalArgumentException("fairQueue TTL must be between 100 ms and 1 h, was " + queueTtl);
+            }
+            this.fairQueueTtl = queueTtl;
             return this;
         }
 
