@@ -59,8 +59,8 @@ import org.slf4j.LoggerFactory;
  *       expiry is the server's clock) or already held by the same owner; a new grant's fence is
  *       {@code max(counter + 1, server TIME in microseconds)}, and the counter keeps it for {@link
  *       Builder#fenceCounterTtl};
- *   <li>renew: compare-and-{@code PEXPIRE}; release: compare-and-delete, then {@code PUBLISH} a
- *       wake-up; force-release: delete and publish; inspect: owner, fence and TTL read at once.
+ *   <li>renew: compare-and-{@code PEXPIRE}; release: compare-and-delete, then publish a wake-up;
+ *       force-release: delete and publish; inspect: owner, fence and TTL read at once.
  * </ul>
  *
  * <p>Fences are a hybrid logical clock: the per-key counter orders grants within a microsecond,
@@ -76,7 +76,13 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Wake-ups: one pub/sub connection per store, one subscription per channel however many waiters
  * in this JVM wait for it (the engine queues them). A lost message costs a waiter at most the
- * holder's remaining lease, the engine's bounded poll.
+ * holder's remaining lease, the engine's bounded poll. On a cluster whose masters all run Redis 7.0
+ * or later a key's wake-ups are shard messages ({@code SPUBLISH} in the script, {@code SSUBSCRIBE}
+ * on the node serving the key's slot), which stay on that shard instead of being broadcast over
+ * the cluster bus (test: {@code
+ * RedisClusterConformanceTest.releaseNoticesTravelByShardedPubSubToTheNodeOfTheKeysSlot});
+ * standalone and Sentinel use {@code PUBLISH}/{@code SUBSCRIBE}, and so does the store-wide
+ * force-release channel everywhere, since its subscribers may be connected to any node.
  *
  * <p>Thread-safe; the command connection is shared and pipelines concurrent calls. Lettuce's
  * command timeout (from the {@code RedisURI}) bounds every call; a failure or timeout is a {@link
@@ -112,6 +118,8 @@ public final class RedisLeaseStore implements LeaseStore {
     private final Supplier<StatefulRedisPubSubConnection<String, String>> pubSubFactory;
     private final RedisKeys keys;
     private final String name;
+    private final boolean sharded;
+    private final String publish;
 
     private final ReentrantLock subscriptions = new ReentrantLock();
     private final ConcurrentHashMap<String, CopyOnWriteArrayList<Subscription>> byChannel = new ConcurrentHashMap<>();
@@ -127,6 +135,8 @@ public final class RedisLeaseStore implements LeaseStore {
         this.pubSubFactory = builder.pubSubFactory;
         this.keys = new RedisKeys(builder.keyPrefix);
         this.name = builder.name;
+        this.sharded = builder.sharded;
+        this.publish = sharded ? "SPUBLISH" : "PUBLISH";
         for (Script script : List.of(ACQUIRE, RENEW, RELEASE, FORCE_RELEASE, INSPECT)) {
             try {
                 redis.scriptLoad(script.body());
@@ -148,7 +158,8 @@ public final class RedisLeaseStore implements LeaseStore {
                 },
                 client::connectPubSub,
                 client::connect,
-                "redis");
+                "redis",
+                false);
     }
 
     /** A builder for a store on a Redis Cluster. */
@@ -172,7 +183,8 @@ public final class RedisLeaseStore implements LeaseStore {
                 },
                 client::connectPubSub,
                 null,
-                "redis-cluster");
+                "redis-cluster",
+                true);
     }
 
     @Override
@@ -187,12 +199,7 @@ public final class RedisLeaseStore implements LeaseStore {
                 granted -> asLong(granted.get(0)) == 1,
                 granted -> {
                     if (asLong(granted.get(5)) == 1) {
-                        RELEASE.run(
-                                redis,
-                                ScriptOutputType.INTEGER,
-                                new String[] {keys.lease(key)},
-                                owner,
-                                keys.channel(key));
+                        runRelease(key, owner);
                         return "the grant was released again";
                     }
                     return "the lease, held before by the same owner, is kept";
@@ -219,12 +226,13 @@ public final class RedisLeaseStore implements LeaseStore {
     @Override
     public boolean release(LockKey key, String owner) {
         checkOwner(key, owner);
-        Long released = call(
-                "release",
-                key,
-                () -> RELEASE.run(
-                        redis, ScriptOutputType.INTEGER, new String[] {keys.lease(key)}, owner, keys.channel(key)));
+        Long released = call("release", key, () -> runRelease(key, owner));
         return released != null && released == 1;
+    }
+
+    private Long runRelease(LockKey key, String owner) {
+        return RELEASE.run(
+                redis, ScriptOutputType.INTEGER, new String[] {keys.lease(key)}, owner, keys.channel(key), publish);
     }
 
     @Override
@@ -291,7 +299,8 @@ public final class RedisLeaseStore implements LeaseStore {
                         new String[] {keys.lease(key)},
                         keys.channel(key),
                         keys.forceReleaseChannel(),
-                        key.render()));
+                        key.render(),
+                        publish));
         return deleted != null && deleted == 1;
     }
 
@@ -305,14 +314,15 @@ public final class RedisLeaseStore implements LeaseStore {
         Objects.requireNonNull(key, "key is missing (null)");
         Objects.requireNonNull(onRelease, "onRelease is missing (null)");
         String rendered = key.render();
-        return subscribe(keys.channel(key), rendered, message -> keyNotice(rendered, message), onRelease);
+        return subscribe(keys.channel(key), sharded, rendered, message -> keyNotice(rendered, message), onRelease);
     }
 
     /** Every force-release of this store's keys, from the store-wide channel. */
     @Override
     public ReleaseSubscription subscribeForceReleases(Consumer<ReleaseNotice> onForceRelease) {
         Objects.requireNonNull(onForceRelease, "onForceRelease is missing (null)");
-        return subscribe(keys.forceReleaseChannel(), "(force-releases)", RedisLeaseStore::forceNotice, onForceRelease);
+        return subscribe(
+                keys.forceReleaseChannel(), false, "(force-releases)", RedisLeaseStore::forceNotice, onForceRelease);
     }
 
     /** A key channel's message: {@code r:<fence>} for a release, {@code f:<fence>} for a force-release. */
@@ -336,8 +346,12 @@ public final class RedisLeaseStore implements LeaseStore {
     }
 
     private ReleaseSubscription subscribe(
-            String channel, String what, Function<String, ReleaseNotice> decoder, Consumer<ReleaseNotice> onRelease) {
-        Subscription subscription = new Subscription(channel, decoder, onRelease);
+            String channel,
+            boolean shardChannel,
+            String what,
+            Function<String, ReleaseNotice> decoder,
+            Consumer<ReleaseNotice> onRelease) {
+        Subscription subscription = new Subscription(channel, shardChannel, decoder, onRelease);
         subscriptions.lock();
         try {
             CopyOnWriteArrayList<Subscription> list =
@@ -347,7 +361,12 @@ public final class RedisLeaseStore implements LeaseStore {
             if (first) {
                 try {
                     // Returns once the server confirmed: a release published after this is delivered.
-                    pubSub().sync().subscribe(channel);
+                    // A shard channel is subscribed on the node that serves its slot (Lettuce routes it).
+                    if (shardChannel) {
+                        pubSub().sync().ssubscribe(channel);
+                    } else {
+                        pubSub().sync().subscribe(channel);
+                    }
                 } catch (RedisException e) {
                     list.remove(subscription);
                     byChannel.remove(channel, list);
@@ -366,15 +385,32 @@ public final class RedisLeaseStore implements LeaseStore {
             connection.addListener(new RedisPubSubAdapter<>() {
                 @Override
                 public void message(String channel, String message) {
-                    CopyOnWriteArrayList<Subscription> list = byChannel.get(channel);
-                    if (list != null) {
-                        list.forEach(subscription -> subscription.fire(message));
-                    }
+                    deliver(channel, message);
+                }
+
+                @Override
+                public void smessage(String shardChannel, String message) {
+                    deliver(shardChannel, message);
                 }
             });
             pubSub = connection;
         }
         return pubSub;
+    }
+
+    private void deliver(String channel, String message) {
+        CopyOnWriteArrayList<Subscription> list = byChannel.get(channel);
+        if (list != null) {
+            list.forEach(subscription -> subscription.fire(message));
+        }
+    }
+
+    /**
+     * Whether release notices travel by sharded pub/sub ({@code SPUBLISH}/{@code SSUBSCRIBE}): on
+     * a cluster whose masters all run Redis 7.0 or later.
+     */
+    boolean shardedNotices() {
+        return sharded;
     }
 
     @Override
@@ -565,12 +601,18 @@ public final class RedisLeaseStore implements LeaseStore {
 
     private final class Subscription implements ReleaseSubscription {
         private final String channel;
+        private final boolean shardChannel;
         private final Function<String, ReleaseNotice> decoder;
         private final Consumer<ReleaseNotice> onRelease;
         private boolean closed; // guarded by subscriptions
 
-        Subscription(String channel, Function<String, ReleaseNotice> decoder, Consumer<ReleaseNotice> onRelease) {
+        Subscription(
+                String channel,
+                boolean shardChannel,
+                Function<String, ReleaseNotice> decoder,
+                Consumer<ReleaseNotice> onRelease) {
             this.channel = channel;
+            this.shardChannel = shardChannel;
             this.decoder = decoder;
             this.onRelease = onRelease;
         }
@@ -596,7 +638,11 @@ public final class RedisLeaseStore implements LeaseStore {
                     byChannel.remove(channel, list);
                     if (pubSub != null) {
                         // Issued under the lock, so it reaches the server before any later SUBSCRIBE.
-                        pubSub.async().unsubscribe(channel);
+                        if (shardChannel) {
+                            pubSub.async().sunsubscribe(channel);
+                        } else {
+                            pubSub.async().unsubscribe(channel);
+                        }
                     }
                 }
             } finally {
@@ -616,6 +662,8 @@ public final class RedisLeaseStore implements LeaseStore {
         private final Supplier<StatefulRedisPubSubConnection<String, String>> pubSubFactory;
         private final Supplier<StatefulRedisConnection<String, String>> writerFactory;
         private final String name;
+        private final boolean cluster;
+        private boolean sharded;
         private String keyPrefix = "leasehold:";
         private Duration fenceCounterTtl = DEFAULT_FENCE_COUNTER_TTL;
         private boolean allowEviction;
@@ -627,11 +675,13 @@ public final class RedisLeaseStore implements LeaseStore {
                 Supplier<Connection> connector,
                 Supplier<StatefulRedisPubSubConnection<String, String>> pubSubFactory,
                 Supplier<StatefulRedisConnection<String, String>> writerFactory,
-                String name) {
+                String name,
+                boolean cluster) {
             this.connector = connector;
             this.pubSubFactory = pubSubFactory;
             this.writerFactory = writerFactory;
             this.name = name;
+            this.cluster = cluster;
         }
 
         /**
@@ -767,14 +817,27 @@ public final class RedisLeaseStore implements LeaseStore {
                         + opened.connection().getTimeout().toMillis() + " ms), or the client gives up first");
             }
             boolean aof = acknowledgement != null && acknowledgement.aof();
+            List<String> withoutShardedPubSub = new ArrayList<>();
             opened.servers().get().forEach((server, serverCommands) -> {
-                ServerChecks.checkVersion(
+                Optional<ServerChecks.Version> version = ServerChecks.checkVersion(
                         server,
                         serverCommands,
                         aof ? ServerChecks.WAITAOF : ServerChecks.MINIMUM,
                         "aofAcknowledgement (WAITAOF)");
+                if (version.isEmpty() || version.get().compareTo(ServerChecks.SHARDED_PUBSUB) < 0) {
+                    withoutShardedPubSub.add(
+                            server + " (" + version.map(Object::toString).orElse("version unknown") + ")");
+                }
                 ServerChecks.checkEviction(server, serverCommands, allowEviction);
             });
+            sharded = cluster && withoutShardedPubSub.isEmpty();
+            if (cluster && !sharded) {
+                log.info(
+                        "release notices use classic pub/sub, broadcast to every node: sharded pub/sub needs Redis"
+                                + " {} or later on every master, and these are older: {}",
+                        ServerChecks.SHARDED_PUBSUB,
+                        withoutShardedPubSub);
+            }
         }
     }
 }

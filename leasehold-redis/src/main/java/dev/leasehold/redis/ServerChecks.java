@@ -22,6 +22,9 @@ final class ServerChecks {
     /** The oldest Redis whose scripts replicate their effects by default (needed to call TIME first). */
     static final Version MINIMUM = new Version(5, 0, 0);
 
+    /** The first Redis with sharded pub/sub ({@code SPUBLISH}, {@code SSUBSCRIBE}). */
+    static final Version SHARDED_PUBSUB = new Version(7, 0, 0);
+
     /** The first Redis with {@code WAITAOF}. */
     static final Version WAITAOF = new Version(7, 2, 0);
 

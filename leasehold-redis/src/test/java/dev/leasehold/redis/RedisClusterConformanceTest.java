@@ -26,13 +26,14 @@ class RedisClusterConformanceTest extends LeaseStoreConformance {
     private static LocalRedis redis;
     private static RedisClusterClient client;
     private static StatefulRedisClusterConnection<String, String> probe;
+    private static final int[] PORTS = new int[3];
     private static final RedisKeys KEYS = new RedisKeys("leasehold:");
 
     @BeforeAll
     static void startCluster() throws Exception {
         redis = new LocalRedis();
         LocalRedis.requireInstalled("redis-cli");
-        int[] ports = new int[3];
+        int[] ports = PORTS;
         for (int i = 0; i < ports.length; i++) {
             ports[i] = LocalRedis.freePortPair();
             redis.server(ports[i], "--cluster-enabled", "yes", "--cluster-config-file", "nodes-" + ports[i] + ".conf");
@@ -145,5 +146,77 @@ class RedisClusterConformanceTest extends LeaseStoreConformance {
         for (LockKey k : sameSlot) {
             assertThat(rawLease(k)).isEmpty();
         }
+    }
+
+    /**
+     * On a cluster, release notices are shard messages ({@code SPUBLISH} in the release script,
+     * {@code SSUBSCRIBE} by the waiter's store): they travel to the node that serves the key's slot
+     * only, not over the cluster bus to every node. The waiter's client is seeded with another node
+     * and is woken all the same, well within its wait, while the holder's lease (60 s) has far to
+     * run, so the engine's bounded poll cannot be what wakes it.
+     */
+    @Test
+    void releaseNoticesTravelByShardedPubSubToTheNodeOfTheKeysSlot() throws Exception {
+        LockKey key = key("sharded");
+        String channel = KEYS.channel(key);
+        int slotOwner = probe.getPartitions()
+                .getPartitionBySlot(SlotHash.getSlot(channel))
+                .getUri()
+                .getPort();
+        int elsewhere = java.util.Arrays.stream(PORTS)
+                .filter(port -> port != slotOwner)
+                .findFirst()
+                .orElseThrow();
+        RedisClusterClient waiterClient = RedisClusterClient.create(List.of(RedisURI.create("127.0.0.1", elsewhere)));
+        java.util.concurrent.ExecutorService thread = java.util.concurrent.Executors.newSingleThreadExecutor();
+        try (RedisLeaseStore waiterStore = RedisLeaseStore.builder(waiterClient).build();
+                dev.leasehold.LockService waiters =
+                        dev.leasehold.LockService.builder(waiterStore).build()) {
+            assertThat(waiterStore.shardedNotices()).isTrue();
+            String holder = dev.leasehold.LockOwner.create("holder").token();
+            assertThat(store.tryAcquire(key, holder, Duration.ofSeconds(60)))
+                    .isInstanceOf(dev.leasehold.spi.AcquireResult.Granted.class);
+            java.util.Map<Integer, CommandStats> before = statsOfEveryNode();
+
+            var waiting = thread.submit(() ->
+                    waiters.acquire(key, dev.leasehold.LeaseOptions.defaults().withWait(Duration.ofSeconds(30))));
+            org.awaitility.Awaitility.await("the waiter's shard subscription on the node of the key's slot")
+                    .atMost(Duration.ofSeconds(20))
+                    .until(() -> node(slotOwner).pubsubShardNumsub(channel).get(channel) == 1L);
+            for (int port : PORTS) {
+                assertThat(node(port).pubsubNumsub(channel).get(channel))
+                        .as("classic subscribers of the key's channel on node %d", port)
+                        .isZero();
+            }
+            assertThat(store.release(key, holder)).isTrue();
+            try (dev.leasehold.Lease lease = waiting.get(30, java.util.concurrent.TimeUnit.SECONDS)) {
+                assertThat(lease.fence()).isPositive();
+            }
+
+            java.util.Map<Integer, CommandStats> after = statsOfEveryNode();
+            assertThat(after.get(slotOwner).since(before.get(slotOwner), "spublish"))
+                    .as("shard messages sent on the node of the key's slot")
+                    .isEqualTo(1);
+            for (int port : PORTS) {
+                assertThat(after.get(port).since(before.get(port), "publish"))
+                        .as("classic PUBLISH on node %d", port)
+                        .isZero();
+            }
+        } finally {
+            thread.shutdownNow();
+            waiterClient.shutdown();
+        }
+    }
+
+    private static io.lettuce.core.cluster.api.sync.RedisClusterCommands<String, String> node(int port) {
+        return probe.getConnection("127.0.0.1", port).sync();
+    }
+
+    private static java.util.Map<Integer, CommandStats> statsOfEveryNode() {
+        java.util.Map<Integer, CommandStats> stats = new java.util.HashMap<>();
+        for (int port : PORTS) {
+            stats.put(port, CommandStats.of(node(port)));
+        }
+        return stats;
     }
 }
