@@ -4,6 +4,7 @@ import dev.leasehold.LeaseInfo;
 import dev.leasehold.LeaseStoreException;
 import dev.leasehold.LockKey;
 import dev.leasehold.spi.AcquireResult;
+import dev.leasehold.spi.BatchAcquireResult;
 import dev.leasehold.spi.Grant;
 import dev.leasehold.spi.LeaseStore;
 import dev.leasehold.spi.ReleaseNotice;
@@ -17,6 +18,7 @@ import io.lettuce.core.api.StatefulConnection;
 import io.lettuce.core.api.StatefulRedisConnection;
 import io.lettuce.core.api.sync.RedisServerCommands;
 import io.lettuce.core.cluster.RedisClusterClient;
+import io.lettuce.core.cluster.SlotHash;
 import io.lettuce.core.cluster.api.StatefulRedisClusterConnection;
 import io.lettuce.core.cluster.api.sync.RedisClusterCommands;
 import io.lettuce.core.codec.StringCodec;
@@ -29,6 +31,7 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -105,6 +108,7 @@ public final class RedisLeaseStore implements LeaseStore {
     private static final Script RELEASE = Script.load("release");
     private static final Script FORCE_RELEASE = Script.load("force-release");
     private static final Script INSPECT = Script.load("inspect");
+    private static final Script ACQUIRE_ALL = Script.load("acquire-all");
 
     private final StatefulConnection<String, String> connection;
     private final RedisClusterCommands<String, String> redis;
@@ -118,6 +122,7 @@ public final class RedisLeaseStore implements LeaseStore {
     private final Supplier<StatefulRedisPubSubConnection<String, String>> pubSubFactory;
     private final RedisKeys keys;
     private final String name;
+    private final boolean cluster;
     private final boolean sharded;
     private final String publish;
 
@@ -135,9 +140,10 @@ public final class RedisLeaseStore implements LeaseStore {
         this.pubSubFactory = builder.pubSubFactory;
         this.keys = new RedisKeys(builder.keyPrefix);
         this.name = builder.name;
+        this.cluster = builder.cluster;
         this.sharded = builder.sharded;
         this.publish = sharded ? "SPUBLISH" : "PUBLISH";
-        for (Script script : List.of(ACQUIRE, RENEW, RELEASE, FORCE_RELEASE, INSPECT)) {
+        for (Script script : List.of(ACQUIRE, ACQUIRE_ALL, RENEW, RELEASE, FORCE_RELEASE, INSPECT)) {
             try {
                 redis.scriptLoad(script.body());
             } catch (RedisException e) {
@@ -194,7 +200,7 @@ public final class RedisLeaseStore implements LeaseStore {
         String[] scriptKeys = {keys.lease(key), keys.fence(key)};
         List<Object> reply = write(
                 "acquire",
-                key,
+                key.render(),
                 commands -> ACQUIRE.run(commands, ScriptOutputType.MULTI, scriptKeys, owner, millis, counterTtl),
                 granted -> asLong(granted.get(0)) == 1,
                 granted -> {
@@ -210,13 +216,110 @@ public final class RedisLeaseStore implements LeaseStore {
         return new AcquireResult.Busy(Duration.ofMillis(Math.max(0, asLong(reply.get(1)))));
     }
 
+    /**
+     * The batch in as few scripts as there are slots among its keys: on standalone and Sentinel
+     * one script for the whole batch; on a cluster one per slot (keys with one {@linkplain
+     * LockKey#withHashTag hash tag} share a slot), taken in the order of the batch's keys. Each
+     * script grants all its keys or none, atomically; when a later slot's key is busy, what the
+     * earlier scripts granted is released again, so the batch is still all or nothing (tests:
+     * {@code RedisBatchTest}).
+     */
+    @Override
+    public BatchAcquireResult tryAcquireAll(List<LockKey> batch, String owner, Duration leaseFor) {
+        LeaseStore.checkBatch(batch);
+        batch.forEach(key -> checkOwner(key, owner));
+        String millis = millis(leaseFor);
+        Map<LockKey, Grant> grants = new HashMap<>();
+        List<LockKey> fresh = new ArrayList<>();
+        for (List<LockKey> group : groupsBySlot(batch)) {
+            List<Object> reply;
+            try {
+                reply = acquireGroup(group, owner, millis);
+            } catch (RuntimeException e) {
+                // the failed script may have been applied: release its keys with the fresh ones
+                releaseQuietly(group, owner, e);
+                releaseQuietly(fresh, owner, e);
+                throw e;
+            }
+            if (asLong(reply.get(0)) == 0) {
+                releaseQuietly(fresh, owner, null);
+                LockKey busy = group.get((int) asLong(reply.get(1)) - 1);
+                return new BatchAcquireResult.Busy(busy, Duration.ofMillis(Math.max(0, asLong(reply.get(2)))));
+            }
+            Instant now = instant(reply.get(1), reply.get(2));
+            for (int i = 0; i < group.size(); i++) {
+                grants.put(group.get(i), new Grant(asLong(reply.get(3 + 2 * i)), leaseFor, now.plus(leaseFor)));
+                if (asLong(reply.get(4 + 2 * i)) == 1) {
+                    fresh.add(group.get(i));
+                }
+            }
+        }
+        return new BatchAcquireResult.Granted(batch.stream().map(grants::get).toList());
+    }
+
+    /** The batch's keys by slot on a cluster, in the order of their first key; else one group. */
+    private List<List<LockKey>> groupsBySlot(List<LockKey> batch) {
+        if (!cluster) {
+            return List.of(batch);
+        }
+        Map<Integer, List<LockKey>> bySlot = new LinkedHashMap<>();
+        for (LockKey key : batch) {
+            bySlot.computeIfAbsent(SlotHash.getSlot(keys.lease(key)), slot -> new ArrayList<>())
+                    .add(key);
+        }
+        return List.copyOf(bySlot.values());
+    }
+
+    private List<Object> acquireGroup(List<LockKey> group, String owner, String millis) {
+        String[] scriptKeys = new String[group.size() * 2];
+        for (int i = 0; i < group.size(); i++) {
+            scriptKeys[2 * i] = keys.lease(group.get(i));
+            scriptKeys[2 * i + 1] = keys.fence(group.get(i));
+        }
+        String what = group.size() == 1
+                ? group.get(0).render()
+                : group.size() + " keys " + group.get(0) + " .. " + group.get(group.size() - 1);
+        return write(
+                "acquire",
+                what,
+                commands -> ACQUIRE_ALL.run(commands, ScriptOutputType.MULTI, scriptKeys, owner, millis, counterTtl),
+                granted -> asLong(granted.get(0)) == 1,
+                granted -> {
+                    List<LockKey> grantedNew = new ArrayList<>();
+                    for (int i = 0; i < group.size(); i++) {
+                        if (asLong(granted.get(4 + 2 * i)) == 1) {
+                            grantedNew.add(group.get(i));
+                        }
+                    }
+                    releaseQuietly(grantedNew, owner, null);
+                    return grantedNew.size() == group.size()
+                            ? "the grants were released again"
+                            : "the new grants were released again, leases held before by the same owner are kept";
+                });
+    }
+
+    /** Releases the keys, in reverse; failures are added to {@code failure} or logged. */
+    private void releaseQuietly(List<LockKey> taken, String owner, Throwable failure) {
+        for (int i = taken.size() - 1; i >= 0; i--) {
+            try {
+                runRelease(taken.get(i), owner);
+            } catch (RedisException e) {
+                if (failure != null) {
+                    failure.addSuppressed(e);
+                } else {
+                    log.warn("releasing {} of a refused batch failed; it expires with its lease", taken.get(i), e);
+                }
+            }
+        }
+    }
+
     @Override
     public Optional<Grant> renew(LockKey key, String owner, Duration leaseFor) {
         checkOwner(key, owner);
         String millis = millis(leaseFor);
         List<Object> reply = write(
                 "renew",
-                key,
+                key.render(),
                 commands -> RENEW.run(commands, ScriptOutputType.MULTI, new String[] {keys.lease(key)}, owner, millis),
                 renewed -> !renewed.isEmpty(),
                 renewed -> "the renewal stays on the master");
@@ -256,14 +359,14 @@ public final class RedisLeaseStore implements LeaseStore {
         if (limit < 1 || limit > 10_000) {
             throw new IllegalArgumentException("limit must be between 1 and 10000, was " + limit);
         }
-        String pattern = glob(keyPrefix) + "\\{" + glob(namespace) + ":*\\}";
         TreeSet<String> rendered = new TreeSet<>();
         try {
-            ScanIterator<String> scan =
-                    ScanIterator.scan(redis, ScanArgs.Builder.matches(pattern).limit(500));
-            while (scan.hasNext() && rendered.size() < limit) {
-                String leaseKey = scan.next();
-                rendered.add(leaseKey.substring(leaseKey.indexOf('{') + 1, leaseKey.lastIndexOf('}')));
+            for (String pattern : keys.leasePatterns(namespace)) {
+                ScanIterator<String> scan = ScanIterator.scan(
+                        redis, ScanArgs.Builder.matches(pattern).limit(500));
+                while (scan.hasNext() && rendered.size() < limit) {
+                    rendered.add(keys.rendered(scan.next()));
+                }
             }
         } catch (RedisException e) {
             throw new LeaseStoreException("list", namespace + ":*", e);
@@ -273,18 +376,6 @@ public final class RedisLeaseStore implements LeaseStore {
             inspect(LockKey.parse(key)).ifPresent(leases::add);
         }
         return leases;
-    }
-
-    /** Escapes the glob characters of SCAN MATCH. */
-    private static String glob(String text) {
-        StringBuilder escaped = new StringBuilder();
-        for (char c : text.toCharArray()) {
-            if (c == '*' || c == '?' || c == '[' || c == ']' || c == '\\') {
-                escaped.append('\\');
-            }
-            escaped.append(c);
-        }
-        return escaped.toString();
     }
 
     @Override
@@ -447,12 +538,16 @@ public final class RedisLeaseStore implements LeaseStore {
      */
     private <T> T write(
             String operation,
-            LockKey key,
+            String what,
             Function<RedisClusterCommands<String, String>, T> script,
             Predicate<T> wrote,
             Function<T, String> onShortfall) {
         if (acknowledgement == null) {
-            return call(operation, key, () -> script.apply(redis));
+            try {
+                return script.apply(redis);
+            } catch (RedisException e) {
+                throw new LeaseStoreException(operation, what, e);
+            }
         }
         StatefulRedisConnection<String, String> writer = writers.poll();
         boolean reusable = false;
@@ -473,7 +568,7 @@ public final class RedisLeaseStore implements LeaseStore {
                     reusable = true;
                     throw new ReplicaAcknowledgementException(
                             operation,
-                            key.render(),
+                            what,
                             ReplicaAcknowledgementException.detail(
                                     shortfall.what(),
                                     shortfall.required(),
@@ -487,7 +582,7 @@ public final class RedisLeaseStore implements LeaseStore {
             reusable = true;
             return result;
         } catch (RedisException e) {
-            throw new LeaseStoreException(operation, key.render(), e);
+            throw new LeaseStoreException(operation, what, e);
         } finally {
             if (writer != null) {
                 if (reusable && !storeClosed) {
