@@ -912,19 +912,18 @@ public final class RedisLeaseStore implements LeaseStore {
                         + opened.connection().getTimeout().toMillis() + " ms), or the client gives up first");
             }
             boolean aof = acknowledgement != null && acknowledgement.aof();
-            List<String> withoutShardedPubSub = new ArrayList<>();
+            Map<String, Optional<ServerChecks.Version>> versions = new LinkedHashMap<>();
             opened.servers().get().forEach((server, serverCommands) -> {
-                Optional<ServerChecks.Version> version = ServerChecks.checkVersion(
+                versions.put(
                         server,
-                        serverCommands,
-                        aof ? ServerChecks.WAITAOF : ServerChecks.MINIMUM,
-                        "aofAcknowledgement (WAITAOF)");
-                if (version.isEmpty() || version.get().compareTo(ServerChecks.SHARDED_PUBSUB) < 0) {
-                    withoutShardedPubSub.add(
-                            server + " (" + version.map(Object::toString).orElse("version unknown") + ")");
-                }
+                        ServerChecks.checkVersion(
+                                server,
+                                serverCommands,
+                                aof ? ServerChecks.WAITAOF : ServerChecks.MINIMUM,
+                                "aofAcknowledgement (WAITAOF)"));
                 ServerChecks.checkEviction(server, serverCommands, allowEviction);
             });
+            List<String> withoutShardedPubSub = ServerChecks.withoutShardedPubSub(versions);
             sharded = cluster && withoutShardedPubSub.isEmpty();
             if (cluster && !sharded) {
                 log.info(
