@@ -128,7 +128,8 @@ public final class RedisLeaseStore implements LeaseStore {
 
     private final ReentrantLock subscriptions = new ReentrantLock();
     private final ConcurrentHashMap<String, CopyOnWriteArrayList<Subscription>> byChannel = new ConcurrentHashMap<>();
-    private StatefulRedisPubSubConnection<String, String> pubSub; // guarded by subscriptions
+    // written under subscriptions; read without it only by the listener, to subscribe again
+    private volatile StatefulRedisPubSubConnection<String, String> pubSub;
 
     private RedisLeaseStore(Builder builder) {
         this.connection = builder.connection;
@@ -483,10 +484,43 @@ public final class RedisLeaseStore implements LeaseStore {
                 public void smessage(String shardChannel, String message) {
                     deliver(shardChannel, message);
                 }
+
+                @Override
+                public void sunsubscribed(String shardChannel, long count) {
+                    subscribeAgainIfWanted(shardChannel);
+                }
             });
             pubSub = connection;
         }
         return pubSub;
+    }
+
+    /**
+     * A shard channel was unsubscribed: by this store when its last subscription closed, or by
+     * the server when the channel's slot moved to another node (Redis unsubscribes the clients of
+     * a slot it gives up). In the second case someone here still waits for it, and it is
+     * subscribed again, where the slot now is. Runs on the client's I/O thread: takes no lock and
+     * does not wait.
+     */
+    private void subscribeAgainIfWanted(String shardChannel) {
+        CopyOnWriteArrayList<Subscription> list = byChannel.get(shardChannel);
+        StatefulRedisPubSubConnection<String, String> connection = pubSub;
+        if (storeClosed || connection == null || list == null || list.isEmpty()) {
+            return;
+        }
+        try {
+            connection.async().ssubscribe(shardChannel).whenComplete((done, failure) -> {
+                if (failure != null) {
+                    log.warn(
+                            "could not subscribe again to {} after the server dropped it: {}; its waiters fall"
+                                    + " back to their bounded poll",
+                            shardChannel,
+                            failure.getMessage());
+                }
+            });
+        } catch (RuntimeException e) {
+            log.warn("could not subscribe again to {}: {}", shardChannel, e.getMessage());
+        }
     }
 
     private void deliver(String channel, String message) {

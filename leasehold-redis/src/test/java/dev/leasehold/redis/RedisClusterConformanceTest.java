@@ -11,6 +11,8 @@ import dev.leasehold.spi.AcquireResult;
 import dev.leasehold.spi.BatchAcquireResult;
 import dev.leasehold.spi.Grant;
 import dev.leasehold.spi.LeaseStore;
+import dev.leasehold.spi.ReleaseNotice;
+import dev.leasehold.spi.ReleaseSubscription;
 import dev.leasehold.testkit.LeaseStoreConformance;
 import dev.leasehold.testkit.RawLease;
 import io.lettuce.core.RedisURI;
@@ -220,6 +222,48 @@ class RedisClusterConformanceTest extends LeaseStoreConformance {
         } finally {
             thread.shutdownNow();
             waiterClient.shutdown();
+        }
+    }
+
+    /**
+     * When a key's slot moves to another master, Redis drops the shard subscriptions of that slot
+     * on the node that gave it up; the store subscribes again, on the new owner, so a release
+     * there still reaches a subscriber that was subscribed before the move.
+     */
+    @Test
+    void aShardSubscriptionFollowsItsSlotToAnotherNode() throws Exception {
+        LockKey key = key("moving");
+        String channel = KEYS.channel(key);
+        int slot = SlotHash.getSlot(channel);
+        int from = probe.getPartitions().getPartitionBySlot(slot).getUri().getPort();
+        int to = Arrays.stream(PORTS).filter(port -> port != from).findFirst().orElseThrow();
+        List<ReleaseNotice> notices = new java.util.concurrent.CopyOnWriteArrayList<>();
+        ReleaseSubscription subscription = store.subscribe(key, notices::add);
+        try {
+            assertThat(node(from).pubsubShardNumsub(channel).get(channel)).isEqualTo(1L);
+
+            String fromId = node(from).clusterMyId();
+            String toId = node(to).clusterMyId();
+            node(to).clusterSetSlotImporting(slot, fromId);
+            node(from).clusterSetSlotMigrating(slot, toId);
+            for (int port : PORTS) {
+                node(port).clusterSetSlotNode(slot, toId); // the slot is empty: nothing to MIGRATE
+            }
+            client.refreshPartitions();
+            Awaitility.await("the shard subscription on the slot's new node")
+                    .atMost(Duration.ofSeconds(20))
+                    .until(() -> node(to).pubsubShardNumsub(channel).get(channel) == 1L);
+
+            String holder = LockOwner.create("holder").token();
+            long fence = ((AcquireResult.Granted) store.tryAcquire(key, holder, Duration.ofSeconds(60)))
+                    .grant()
+                    .fence();
+            assertThat(store.release(key, holder)).isTrue();
+            Awaitility.await("the release notice from the slot's new node")
+                    .atMost(Duration.ofSeconds(10))
+                    .until(() -> notices.contains(new ReleaseNotice(key.render(), fence, false)));
+        } finally {
+            subscription.close();
         }
     }
 
