@@ -30,6 +30,20 @@ final class CommandStats {
         return new CommandStats(calls);
     }
 
+    /**
+     * The requests the server has read from all its clients ({@code total_reads_processed}),
+     * counting the {@code INFO} that asks.
+     */
+    static long readsProcessed(RedisServerCommands<String, String> server) {
+        return server.info("stats")
+                .lines()
+                .filter(line -> line.startsWith("total_reads_processed:"))
+                .mapToLong(line ->
+                        Long.parseLong(line.substring(line.indexOf(':') + 1).trim()))
+                .findFirst()
+                .orElseThrow();
+    }
+
     long calls(String command) {
         return calls.getOrDefault(command, 0L);
     }

@@ -222,19 +222,8 @@ class RedisFailureTest {
      * total_reads_processed}; each INFO counts its own read, so one is taken off).
      */
     private static long roundTrips(StatefulRedisConnection<String, String> raw, Runnable operation) {
-        long before = readsProcessed(raw);
+        long before = CommandStats.readsProcessed(raw.sync());
         operation.run();
-        return readsProcessed(raw) - before - 1;
-    }
-
-    private static long readsProcessed(StatefulRedisConnection<String, String> raw) {
-        return raw.sync()
-                .info("stats")
-                .lines()
-                .filter(line -> line.startsWith("total_reads_processed:"))
-                .mapToLong(line ->
-                        Long.parseLong(line.substring(line.indexOf(':') + 1).trim()))
-                .findFirst()
-                .orElseThrow();
+        return CommandStats.readsProcessed(raw.sync()) - before - 1;
     }
 }
