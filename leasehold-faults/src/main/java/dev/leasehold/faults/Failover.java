@@ -1,13 +1,10 @@
 package dev.leasehold.faults;
 
 import dev.leasehold.Lease;
-import dev.leasehold.LeaseEvent;
-import dev.leasehold.LeaseEventType;
 import dev.leasehold.LeaseOptions;
 import dev.leasehold.LeaseStoreException;
 import dev.leasehold.LockBusyException;
 import dev.leasehold.LockKey;
-import dev.leasehold.LockOwner;
 import dev.leasehold.LockService;
 import dev.leasehold.jdbc.Database;
 import io.lettuce.core.KillArgs;
@@ -20,9 +17,7 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.concurrent.Callable;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Function;
@@ -229,31 +224,6 @@ final class Failover implements Scenario {
             second = Library.locks(b.store(), confirmations::record);
             resources.add(first);
             resources.add(second);
-        }
-    }
-
-    /**
-     * When each grant (key, fence and owner: a repeated fence is two grants) was last confirmed by
-     * the store, and when it was reported lost.
-     */
-    static final class Confirmations {
-        private final Map<String, Long> confirmed = new ConcurrentHashMap<>();
-        private final Map<String, Long> lost = new ConcurrentHashMap<>();
-
-        void record(LeaseEvent event) {
-            String grant = event.key().render() + "#" + event.fence() + "#" + event.owner();
-            if (event.type() == LeaseEventType.ACQUIRED || event.type() == LeaseEventType.RENEWED) {
-                confirmed.put(grant, System.nanoTime());
-            } else if (event.type() == LeaseEventType.LOST) {
-                lost.putIfAbsent(grant, System.nanoTime());
-            }
-        }
-
-        Duration lostAfterConfirmation(Lease lease) {
-            String grant = lease.key().render() + "#" + lease.fence() + "#" + LockOwner.abbreviate(lease.ownerToken());
-            Long at = lost.get(grant);
-            Long last = confirmed.get(grant);
-            return at == null || last == null ? null : Duration.ofNanos(at - last);
         }
     }
 
