@@ -20,6 +20,6 @@ public interface Scenario {
 
     /** The scenarios, in order. */
     static List<Scenario> all() {
-        return List.of(new PausedHolder(), new StoreRestart(), new Failover(), new PausedStore());
+        return List.of(new PausedHolder(), new StoreRestart(), new Failover(), new PausedStore(), new ConnectionCut());
     }
 }
