@@ -20,6 +20,12 @@ public interface Scenario {
 
     /** The scenarios, in order. */
     static List<Scenario> all() {
-        return List.of(new PausedHolder(), new StoreRestart(), new Failover(), new PausedStore(), new ConnectionCut());
+        return List.of(
+                new PausedHolder(),
+                new StoreRestart(),
+                new Failover(),
+                new PausedStore(),
+                new ConnectionCut(),
+                new CrashedService());
     }
 }
