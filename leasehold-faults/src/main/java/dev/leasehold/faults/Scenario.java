@@ -26,6 +26,7 @@ public interface Scenario {
                 new Failover(),
                 new PausedStore(),
                 new ConnectionCut(),
-                new CrashedService());
+                new CrashedService(),
+                new ClockShift());
     }
 }
