@@ -27,6 +27,7 @@ public interface Scenario {
                 new PausedStore(),
                 new ConnectionCut(),
                 new CrashedService(),
-                new ClockShift());
+                new ClockShift(),
+                new StormAcrossInstances());
     }
 }
