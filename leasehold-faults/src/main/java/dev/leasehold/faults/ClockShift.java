@@ -5,14 +5,12 @@ import dev.leasehold.LeaseOptions;
 import dev.leasehold.LockKey;
 import dev.leasehold.LockService;
 import dev.leasehold.jdbc.Database;
-import dev.leasehold.testkit.TestServices;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.UUID;
 import org.awaitility.Awaitility;
 import org.awaitility.core.ConditionTimeoutException;
 
@@ -52,10 +50,8 @@ final class ClockShift implements Scenario {
                     Outcome.Status.TOOL_ABSENT,
                     "libfaketime is not installed (" + LIBFAKETIME + ", Debian package faketime)");
         }
-        Database database = backend.equals("mariadb") ? Database.MARIADB : Database.POSTGRESQL;
-        String prefix = "faults-" + UUID.randomUUID().toString().substring(0, 8) + ":";
-        String storeSpec =
-                backend.equals("redis") ? StoreSpec.redis(TestServices.redis().uri(), prefix) : StoreSpec.jdbc();
+        Database database = StoreSpec.database(backend);
+        String storeSpec = StoreSpec.forBackend(backend);
         Tally tally = new Tally(TITLE, backend);
         try (PrivateDatabase db = PrivateDatabase.create(database);
                 Library.Store store = StoreSpec.open(storeSpec, db.dataSource(), database);

@@ -48,8 +48,7 @@ final class CrashedService implements Scenario {
         Tally tally = new Tally(TITLE, backend);
         try (PrivateDatabase db = PrivateDatabase.create(Database.POSTGRESQL)) {
             for (String table : List.of("fault_payment", "fault_plain_payment")) {
-                db.execute("CREATE TABLE " + table + " (request_key VARCHAR(64) NOT NULL, account VARCHAR(64) NOT NULL,"
-                        + " amount BIGINT NOT NULL, receipt VARCHAR(64) NOT NULL)");
+                db.execute(Bookings.createTable(table));
             }
             Storm storm = new Storm(backend.equals(EFFECTS) ? "effect" : "request", db, profile, tally);
             storm.run();

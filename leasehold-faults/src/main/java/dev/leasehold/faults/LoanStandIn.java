@@ -17,7 +17,6 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Duration;
-import java.util.UUID;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import javax.sql.DataSource;
@@ -162,7 +161,7 @@ public final class LoanStandIn {
                 write.setString(2, note);
                 write.executeUpdate();
             }
-            return record(tx, "fault_plain_repayment", note, amount, key);
+            return Bookings.book(tx, "fault_plain_repayment", key, note, amount);
         }
     }
 
@@ -176,20 +175,6 @@ public final class LoanStandIn {
                 throw new SQLException("no note " + note);
             }
         }
-        return record(tx, repayments, note, amount, key);
-    }
-
-    private static String record(Connection tx, String repayments, String note, long amount, String key)
-            throws SQLException {
-        String receipt = UUID.randomUUID().toString();
-        try (PreparedStatement insert = tx.prepareStatement(
-                "INSERT INTO " + repayments + " (request_key, no, amount, receipt) VALUES (?, ?, ?, ?)")) {
-            insert.setString(1, key);
-            insert.setString(2, note);
-            insert.setLong(3, amount);
-            insert.setString(4, receipt);
-            insert.executeUpdate();
-        }
-        return receipt;
+        return Bookings.book(tx, repayments, key, note, amount);
     }
 }

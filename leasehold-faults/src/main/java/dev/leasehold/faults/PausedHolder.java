@@ -5,14 +5,12 @@ import dev.leasehold.LeaseOptions;
 import dev.leasehold.LockKey;
 import dev.leasehold.LockService;
 import dev.leasehold.jdbc.Database;
-import dev.leasehold.testkit.TestServices;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
-import java.util.UUID;
 import org.awaitility.Awaitility;
 
 /**
@@ -38,10 +36,8 @@ final class PausedHolder implements Scenario {
 
     @Override
     public Outcome run(String backend, Profile profile) throws Exception {
-        Database database = backend.equals("mariadb") ? Database.MARIADB : Database.POSTGRESQL;
-        String prefix = "faults-" + UUID.randomUUID().toString().substring(0, 8) + ":";
-        String storeSpec =
-                backend.equals("redis") ? StoreSpec.redis(TestServices.redis().uri(), prefix) : StoreSpec.jdbc();
+        Database database = StoreSpec.database(backend);
+        String storeSpec = StoreSpec.forBackend(backend);
         Tally tally = new Tally(TITLE, backend);
         try (PrivateDatabase db = PrivateDatabase.create(database);
                 Library.Store store = StoreSpec.open(storeSpec, db.dataSource(), database);

@@ -5,10 +5,7 @@ import dev.leasehold.idempotency.IdempotentExecutor;
 import dev.leasehold.idempotency.SideEffects;
 import dev.leasehold.memory.InMemoryLeaseStore;
 import java.sql.Connection;
-import java.sql.PreparedStatement;
-import java.sql.SQLException;
 import java.time.Duration;
-import java.util.UUID;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -76,12 +73,12 @@ public final class ServiceMain {
         String account = c[2];
         long amount = Long.parseLong(c[3]);
         try {
-            Library.BusinessWrite write = (tx, context) -> pay(tx, "fault_payment", key, account, amount);
+            Library.BusinessWrite write = (tx, context) -> Bookings.book(tx, "fault_payment", key, account, amount);
             if (c[0].equals("PLAIN")) {
                 String receipt;
                 try (Connection tx = pool.getConnection()) {
                     tx.setAutoCommit(false);
-                    receipt = pay(tx, "fault_plain_payment", key, account, amount);
+                    receipt = Bookings.book(tx, "fault_plain_payment", key, account, amount);
                     tx.commit();
                 }
                 afterCommit.run();
@@ -101,21 +98,6 @@ public final class ServiceMain {
         } catch (Exception e) {
             io.reply("ERROR " + key + " " + String.valueOf(e).replace('\n', ' '));
         }
-    }
-
-    /** The payment: a row and a debit, on the caller's transaction; returns the receipt. */
-    private static String pay(Connection tx, String table, String key, String account, long amount)
-            throws SQLException {
-        String receipt = UUID.randomUUID().toString();
-        try (PreparedStatement insert = tx.prepareStatement(
-                "INSERT INTO " + table + " (request_key, account, amount, receipt) VALUES (?, ?, ?, ?)")) {
-            insert.setString(1, key);
-            insert.setString(2, account);
-            insert.setLong(3, amount);
-            insert.setString(4, receipt);
-            insert.executeUpdate();
-        }
-        return receipt;
     }
 
     private static void hangForever() {

@@ -1,7 +1,9 @@
 package dev.leasehold.faults;
 
 import dev.leasehold.jdbc.Database;
+import dev.leasehold.testkit.TestServices;
 import java.time.Duration;
+import java.util.UUID;
 import javax.sql.DataSource;
 
 /**
@@ -11,6 +13,24 @@ import javax.sql.DataSource;
 final class StoreSpec {
 
     private StoreSpec() {}
+
+    /**
+     * The lease store of a scenario run on {@code backend}: {@code redis} (the shared Redis under a
+     * fresh key prefix), or the SQL store for {@code postgresql} and {@code mariadb}.
+     */
+    static String forBackend(String backend) {
+        if (backend.equals("redis")) {
+            return redis(
+                    TestServices.redis().uri(),
+                    "faults-" + UUID.randomUUID().toString().substring(0, 8) + ":");
+        }
+        return jdbc();
+    }
+
+    /** The database of a scenario run on {@code backend}: MariaDB for {@code mariadb}, else PostgreSQL. */
+    static Database database(String backend) {
+        return backend.equals("mariadb") ? Database.MARIADB : Database.POSTGRESQL;
+    }
 
     static String redis(String uri, String prefix) {
         return "redis|" + uri + "|" + prefix;

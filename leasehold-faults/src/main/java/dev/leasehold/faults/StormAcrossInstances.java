@@ -59,8 +59,7 @@ final class StormAcrossInstances implements Scenario {
                 db.execute(
                         "CREATE TABLE fault_" + kind
                                 + "note (no VARCHAR(32) NOT NULL PRIMARY KEY, balance BIGINT NOT NULL)",
-                        "CREATE TABLE fault_" + kind + "repayment (request_key VARCHAR(64) NOT NULL,"
-                                + " no VARCHAR(32) NOT NULL, amount BIGINT NOT NULL, receipt VARCHAR(64) NOT NULL)");
+                        Bookings.createTable("fault_" + kind + "repayment"));
                 for (int n = 0; n < NOTES; n++) {
                     db.execute("INSERT INTO fault_" + kind + "note (no, balance) VALUES ('N" + n + "', " + PRINCIPAL
                             + ")");
@@ -238,7 +237,7 @@ final class StormAcrossInstances implements Scenario {
         Map<String, List<String>> rows = new HashMap<>();
         try (Connection connection = db.dataSource().getConnection();
                 PreparedStatement select = connection.prepareStatement(
-                        "SELECT request_key, no, amount, receipt FROM fault_" + kind + "repayment");
+                        "SELECT request_key, account, amount, receipt FROM fault_" + kind + "repayment");
                 ResultSet row = select.executeQuery()) {
             while (row.next()) {
                 sums.merge(row.getString(2), row.getLong(3), Long::sum);
