@@ -6,23 +6,26 @@ import java.time.Instant;
 import java.util.List;
 import java.util.Optional;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.Future;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
-import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * One grant from the store to one owner, shared by every re-entrant hold of that owner on the key.
- * Owns the renewal task and the expiry watch.
+ * One grant from the store to one holder, shared by every re-entrant hold of it. Owns the renewal
+ * and the expiry watch.
  *
- * <p>Locking: the hold count changes only under the holder slot's lock; a renewal's store call and
- * the switch to RELEASED both run under {@link #renewalLock}, so once release has begun no renewal
- * is in flight and none can start. Loss is a compare-and-set on {@link #state} and takes no lock,
- * so a renewal hung on the network cannot delay the lost signal past the lease's expiry.
+ * <p>Threads: the timer only decides (a renewal is due, the local deadline passed) and never calls
+ * the store; renewals run on the engine's renewal workers. The state and the loss cause change
+ * together in one compare-and-set, so a loss is never seen without its cause. No lock is taken:
+ * {@code close()} switches the state to RELEASED and calls the store at once, whatever renewal is
+ * in flight, and a renewal reply that arrives later sees RELEASED and is dropped.
  */
 final class HeldLease {
 
@@ -34,6 +37,12 @@ final class HeldLease {
         RELEASED
     }
 
+    /** The state, and the cause when it is LOST. */
+    record Status(State state, LeaseLostException cause) {}
+
+    private static final Status HELD = new Status(State.HELD, null);
+    private static final Status RELEASED = new Status(State.RELEASED, null);
+
     private final LeaseEngine engine;
     final LeaseEngine.HolderKey holderKey;
     final LeaseEngine.HolderSlot slot;
@@ -43,15 +52,14 @@ final class HeldLease {
     private final LeaseOptions options;
     private final long acquiredNanos;
 
-    private volatile int holds = 1;
+    private final AtomicInteger holds = new AtomicInteger(1);
+    private final AtomicReference<Status> status = new AtomicReference<>(HELD);
     private volatile long deadlineNanos;
     private volatile Instant validUntil;
-    private final AtomicReference<State> state = new AtomicReference<>(State.HELD);
-    private volatile LeaseLostException lostCause;
     private final List<LostCallback> lostCallbacks = new CopyOnWriteArrayList<>();
-    private final ReentrantLock renewalLock = new ReentrantLock();
-    private ScheduledFuture<?> renewalTask;
+    private volatile ScheduledFuture<?> renewalDue;
     private volatile ScheduledFuture<?> expiryWatch;
+    private volatile Future<?> renewalInFlight;
 
     HeldLease(
             LeaseEngine engine,
@@ -75,28 +83,59 @@ final class HeldLease {
         this.validUntil = grant.expiresAt();
     }
 
-    /** Starts the watchdog (if asked for) and the expiry watch. */
+    /** Arms the renewal (if asked for) and the expiry watch. */
     void start() {
-        renewalLock.lock();
+        if (options.renewal()) {
+            scheduleRenewal();
+        }
+        scheduleExpiryWatch();
+    }
+
+    private long renewalPeriod() {
+        return Math.max(1, options.leaseFor().toNanos() / 3);
+    }
+
+    private void scheduleRenewal() {
+        if (status.get().state() != State.HELD) {
+            return;
+        }
         try {
-            if (options.renewal()) {
-                long period = Math.max(1, options.leaseFor().toNanos() / 3);
-                renewalTask =
-                        engine.scheduler.scheduleWithFixedDelay(this::renew, period, period, TimeUnit.NANOSECONDS);
-            }
-            scheduleExpiryWatch();
-        } finally {
-            renewalLock.unlock();
+            renewalDue = engine.timer.schedule(this::renewalFallsDue, renewalPeriod(), TimeUnit.NANOSECONDS);
+        } catch (RejectedExecutionException e) {
+            // The service is closing.
+        }
+        if (status.get().state() != State.HELD) {
+            cancelTasks(false);
         }
     }
 
     private void scheduleExpiryWatch() {
         long delay = Math.max(0, deadlineNanos - engine.ticker.nanos());
-        expiryWatch = engine.scheduler.schedule(this::checkExpiry, delay, TimeUnit.NANOSECONDS);
+        try {
+            expiryWatch = engine.timer.schedule(this::checkExpiry, delay, TimeUnit.NANOSECONDS);
+        } catch (RejectedExecutionException e) {
+            // The service is closing.
+        }
     }
 
+    /** On the timer: hand the renewal to a worker; never call the store here. */
+    private void renewalFallsDue() {
+        if (status.get().state() != State.HELD) {
+            return;
+        }
+        try {
+            renewalInFlight = engine.renewals.submit(this::renew);
+        } catch (RejectedExecutionException e) {
+            // The service is closing.
+        }
+        if (status.get().state() != State.HELD) {
+            cancelTasks(false);
+        }
+    }
+
+    /** On the timer: the lease is lost when the local deadline passes without a confirmed renewal. */
     private void checkExpiry() {
-        if (state.get() != State.HELD) {
+        if (status.get().state() != State.HELD) {
             return;
         }
         if (deadlineNanos - engine.ticker.nanos() > 0) {
@@ -109,92 +148,125 @@ final class HeldLease {
         }
     }
 
+    /** On a renewal worker. */
     private void renew() {
-        renewalLock.lock();
-        try {
-            if (state.get() != State.HELD) {
-                return;
-            }
-            long sent = engine.ticker.nanos();
-            Optional<Grant> grant;
-            try {
-                grant = engine.store.renew(key, token, options.leaseFor());
-            } catch (RuntimeException e) {
-                engine.emit(event(LeaseEventType.RENEWAL_FAILED, Duration.ZERO, "renewal failed", e));
-                if (deadlineNanos - engine.ticker.nanos() <= 0) {
-                    markLost("renewal failed and the lease expired: " + e.getMessage());
-                }
-                return;
-            }
-            if (grant.isEmpty()) {
-                markLost("the store reports this owner no longer holds the key (expired or taken over)");
-                return;
-            }
-            if (state.get() == State.HELD) {
-                deadlineNanos = sent + grant.get().remaining().toNanos();
-                validUntil = grant.get().expiresAt();
-                engine.emit(event(LeaseEventType.RENEWED, Duration.ZERO, null, null));
-            }
-        } catch (RuntimeException e) {
-            // A periodic task that throws is cancelled silently; never let that happen.
-            log.warn("renewal of {} failed unexpectedly", key, e);
-        } finally {
-            renewalLock.unlock();
-        }
-    }
-
-    /** Marks the lease lost once and runs the callbacks; does nothing if released or already lost. */
-    void markLost(String reason) {
-        LeaseLostException cause = new LeaseLostException(key, fence, reason);
-        if (!state.compareAndSet(State.HELD, State.LOST)) {
+        if (status.get().state() != State.HELD) {
             return;
         }
-        lostCause = cause;
-        cancelTasks();
-        engine.emit(event(LeaseEventType.LOST, heldFor(), reason, null));
-        log.warn("lease on {} (fence {}, owner {}) lost: {}", key, fence, LockOwner.abbreviate(token), reason);
-        for (LostCallback callback : lostCallbacks) {
-            callback.run(cause);
+        long sent = engine.ticker.nanos();
+        Optional<Grant> grant;
+        try {
+            grant = engine.store.renew(key, token, options.leaseFor());
+        } catch (Throwable e) {
+            if (status.get().state() != State.HELD) {
+                return; // released or lost meanwhile: the reply no longer matters
+            }
+            engine.emit(event(LeaseEventType.RENEWAL_FAILED, Duration.ZERO, "renewal failed", e));
+            if (e instanceof VirtualMachineError error) {
+                throw error;
+            }
+            if (!isHeld()) {
+                markLost("renewal failed and the lease expired: " + e.getMessage());
+            } else {
+                scheduleRenewal();
+            }
+            return;
         }
+        if (status.get().state() != State.HELD) {
+            return; // release won; a late reply changes nothing
+        }
+        if (grant.isEmpty()) {
+            markLost("the store reports this owner no longer holds the key (expired or taken over)");
+            return;
+        }
+        if (deadlineNanos - engine.ticker.nanos() <= 0) {
+            // Not provably held for a moment: once isHeld() said false, it stays false.
+            markLost("the renewal was confirmed only after the local deadline");
+            return;
+        }
+        deadlineNanos = Math.max(deadlineNanos, sent + grant.get().remaining().toNanos());
+        validUntil = grant.get().expiresAt();
+        engine.emit(event(LeaseEventType.RENEWED, Duration.ZERO, null, null));
+        scheduleRenewal();
     }
 
-    private void cancelTasks() {
-        ScheduledFuture<?> renewal = renewalTask;
-        if (renewal != null) {
-            renewal.cancel(false);
+    /**
+     * Marks the lease lost once: the cause is part of the same compare-and-set as the state. The
+     * event and the callbacks run on the engine's callback threads, never on the timer.
+     */
+    boolean markLost(String reason) {
+        Status lost = new Status(State.LOST, new LeaseLostException(key, fence, reason));
+        while (true) {
+            Status current = status.get();
+            if (current.state() != State.HELD) {
+                return false;
+            }
+            if (status.compareAndSet(current, lost)) {
+                break;
+            }
+        }
+        cancelTasks(true);
+        engine.runCallback(() -> {
+            engine.emit(event(LeaseEventType.LOST, heldFor(), reason, null));
+            log.warn("lease on {} (fence {}, owner {}) lost: {}", key, fence, LockOwner.abbreviate(token), reason);
+            for (LostCallback callback : lostCallbacks) {
+                callback.run(lost.cause());
+            }
+        });
+        return true;
+    }
+
+    private void cancelTasks(boolean interruptRenewal) {
+        ScheduledFuture<?> due = renewalDue;
+        if (due != null) {
+            due.cancel(false);
         }
         ScheduledFuture<?> watch = expiryWatch;
         if (watch != null) {
             watch.cancel(false);
         }
+        Future<?> inFlight = renewalInFlight;
+        if (inFlight != null) {
+            // At the deadline a hung renewal is abandoned, which frees its worker; at release it is
+            // left to finish, and its reply is dropped.
+            inFlight.cancel(interruptRenewal);
+        }
     }
 
-    /** Adds a hold if the lease is still held; the caller holds the slot lock. */
+    /** Adds a hold if the lease is still held. */
     boolean tryReenter() {
-        if (isHeld()) {
-            holds++;
-            return true;
+        while (true) {
+            int current = holds.get();
+            if (current <= 0) {
+                return false;
+            }
+            if (!isHeld()) {
+                if (status.get().state() == State.HELD) {
+                    markLost("the lease expired before it was re-entered");
+                }
+                return false;
+            }
+            if (holds.compareAndSet(current, current + 1)) {
+                return true;
+            }
         }
-        if (state.get() == State.HELD) {
-            markLost("the lease expired before it was re-entered");
-        }
-        return false;
     }
 
     boolean isHeld() {
-        return state.get() == State.HELD && deadlineNanos - engine.ticker.nanos() > 0;
+        return status.get().state() == State.HELD && deadlineNanos - engine.ticker.nanos() > 0;
+    }
+
+    State state() {
+        return status.get().state();
     }
 
     LeaseLostException lostException() {
-        LeaseLostException cause = lostCause;
-        if (cause != null) {
-            return cause;
-        }
-        return new LeaseLostException(key, fence, "the lease expired");
+        LeaseLostException cause = status.get().cause();
+        return cause != null ? cause : new LeaseLostException(key, fence, "the lease expired");
     }
 
     int holdCount() {
-        return holds;
+        return Math.max(0, holds.get());
     }
 
     Instant validUntil() {
@@ -204,78 +276,44 @@ final class HeldLease {
     void onLost(Consumer<LeaseLostException> callback) {
         LostCallback registered = new LostCallback(callback);
         lostCallbacks.add(registered);
-        if (state.get() == State.LOST) {
-            registered.run(lostCause);
+        Status current = status.get();
+        if (current.state() == State.LOST) {
+            registered.run(current.cause());
         }
     }
 
-    /**
-     * Drops one hold; the last one releases the key in the store. The store call happens under the
-     * slot lock, so the same owner cannot re-acquire the key (with the same token) between our
-     * decision to release and the store's compare-and-delete.
-     */
+    /** Drops one hold; the last one releases the key in the store, whatever renewal is in flight. */
     void releaseOne() {
-        slot.lock.lock();
-        try {
-            holds--;
-            if (holds > 0) {
-                return;
-            }
-            State previous;
-            renewalLock.lock();
-            try {
-                previous = state.getAndSet(State.RELEASED);
-                cancelTasks();
-            } finally {
-                renewalLock.unlock();
-            }
-            boolean sameTokenNowHolds = slot.lease != this && slot.lease != null && slot.lease.token.equals(token);
-            String detail = previous == State.LOST ? "released after the lease was lost" : null;
-            try {
-                if (!sameTokenNowHolds && !engine.storeRelease(key, token) && detail == null) {
-                    detail = "the store no longer had this owner at release";
-                }
-            } catch (RuntimeException e) {
-                engine.emit(event(
-                        LeaseEventType.RELEASED, heldFor(), "store release failed; the lease ends at its expiry", e));
-                throw e;
-            } finally {
-                // Retire the slot only after the store call, so the same owner re-acquiring meanwhile
-                // waits on this slot's lock instead of racing our compare-and-delete.
-                if (slot.lease == this) {
-                    slot.lease = null;
-                }
-                if (slot.lease == null) {
-                    engine.retireSlot(holderKey, slot);
-                }
-            }
-            engine.emit(event(LeaseEventType.RELEASED, heldFor(), detail, null));
-        } finally {
-            slot.lock.unlock();
+        if (holds.decrementAndGet() > 0) {
+            return;
         }
-        engine.signalReleased(key);
+        Status previous = status.getAndSet(RELEASED);
+        cancelTasks(false);
+        engine.forget(this);
+        String detail = previous.state() == State.LOST ? "released after the lease was lost" : null;
+        try {
+            if (!engine.storeRelease(key, token) && detail == null) {
+                detail = "the store no longer had this owner at release";
+            }
+        } catch (RuntimeException | Error e) {
+            engine.emit(
+                    event(LeaseEventType.RELEASED, heldFor(), "store release failed; the lease ends at its expiry", e));
+            engine.wake(key);
+            throw e;
+        }
+        engine.emit(event(LeaseEventType.RELEASED, heldFor(), detail, null));
+        engine.wake(key);
     }
 
-    /** Ends the lease when the service closes: best-effort release, no events to callers. */
-    void abandon() {
-        renewalLock.lock();
-        try {
-            if (state.getAndSet(State.RELEASED) == State.RELEASED) {
-                return;
-            }
-            cancelTasks();
-        } finally {
-            renewalLock.unlock();
-        }
-        try {
-            engine.storeRelease(key, token);
-        } catch (RuntimeException e) {
-            log.warn("could not release {} while closing; it ends at its expiry", key, e);
-        }
+    /** Ends the lease when the service closes: no events to callers; the caller releases it in the store. */
+    boolean abandon() {
+        Status previous = status.getAndSet(RELEASED);
+        cancelTasks(false);
+        return previous.state() != State.RELEASED;
     }
 
     HeldLeaseInfo info() {
-        return new HeldLeaseInfo(key, LockOwner.abbreviate(token), fence, holds, heldFor(), options.leaseFor());
+        return new HeldLeaseInfo(key, LockOwner.abbreviate(token), fence, holdCount(), heldFor(), options.leaseFor());
     }
 
     private Duration heldFor() {
@@ -340,7 +378,7 @@ final class HeldLease {
 
         @Override
         public int holdCount() {
-            return holds;
+            return HeldLease.this.holdCount();
         }
 
         @Override
@@ -379,7 +417,7 @@ final class HeldLease {
         @Override
         public String toString() {
             return "Lease{key=" + key + ", fence=" + fence + ", owner=" + LockOwner.abbreviate(token) + ", holds="
-                    + holds + ", held=" + isHeld() + "}";
+                    + holdCount() + ", held=" + isHeld() + "}";
         }
     }
 }

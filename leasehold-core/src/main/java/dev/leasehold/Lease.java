@@ -15,7 +15,9 @@ import java.util.function.Consumer;
  *   <li>{@link #fence()} grows strictly with every new holder of the key (B1); pass it to guarded
  *       writes so a former holder's late write is rejected;
  *   <li>{@link #isHeld()} turns false, and {@link #onLost} callbacks run, as soon as the engine
- *       learns the lease is gone or can no longer prove it is valid (B4).
+ *       learns the lease is gone (a renewal finds it taken over, a force-release is announced)
+ *       and at the latest at the local deadline, whatever the store does (B4; {@code
+ *       LeaseEngineTest.LossSignal}, {@code LeaseEngineTest.ForceRelease}, {@code RedisPausedTest}).
  * </ul>
  *
  * <p>Thread-safe. Each handle may be closed once; closing it again is an {@link
@@ -56,14 +58,17 @@ public interface Lease extends AutoCloseable {
     void assertHeld();
 
     /**
-     * Registers a callback run once when the lease is lost (on a scheduler thread; at once, on the
-     * calling thread, if it is already lost). It is not run when the lease is released normally. A
+     * Registers a callback run once when the lease is lost (on a callback thread of the service; at
+     * once, on the calling thread, if it is already lost), with the cause, never null ({@code
+     * LeaseEngineTest.LossSignal#theLostCauseIsNeverNullEvenWhenTheCallbackRacesTheLoss}). It is not run when the lease is released normally. A
      * callback that throws is logged and ignored.
      */
     void onLost(Consumer<LeaseLostException> callback);
 
     /**
-     * Releases this hold.
+     * Releases this hold. The last hold releases the key in the store at once, never waiting for a
+     * renewal in flight, whose late reply is then dropped ({@code
+     * LeaseEngineTest.LossSignal#closeNeverWaitsForARenewalInFlightAndTheLateReplySeesReleased}).
      *
      * @throws IllegalStateException if this handle was already closed
      * @throws LeaseStoreException if the store could not be told; the lease then ends at its expiry

@@ -2,6 +2,7 @@ package dev.leasehold;
 
 import dev.leasehold.spi.AcquireResult;
 import dev.leasehold.spi.LeaseStore;
+import dev.leasehold.spi.ReleaseNotice;
 import dev.leasehold.spi.ReleaseSubscription;
 import java.time.Duration;
 import java.util.ArrayDeque;
@@ -12,48 +13,85 @@ import java.util.Objects;
 import java.util.Optional;
 import java.util.TreeSet;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
+import java.util.concurrent.SynchronousQueue;
 import java.util.concurrent.ThreadFactory;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.ReentrantLock;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
  * The engine behind {@link LockService}, written once for every store: re-entry, waiting with
- * wake-ups, batches, renewal scheduling and events.
+ * wake-ups, batches, renewal and loss, force-release notices and events.
  *
- * <p>Waiting works in four steps:
+ * <p>Threads and locks (the rules that keep it from stalling):
  *
- * <ol>
- *   <li>try the store once; if the key is busy and the caller may wait,
- *   <li>join the key's FIFO queue in this JVM; the first waiter subscribes to the store's release
- *       notifications for the key, shared by every later waiter;
- *   <li>try again (a release between step 1 and the subscription would otherwise be missed), then
- *       sleep until woken by a release (local or notified) or until the bounded poll interval,
- *       which never exceeds the holder's remaining lease;
- *   <li>on each wake, the head of the queue (any waiter, when not fair) tries again, until granted
- *       or the wait time is spent. A waiter that leaves without the key passes its turn on.
- * </ol>
+ * <ul>
+ *   <li>Store callbacks (release and force-release notices, which may arrive on a store client's
+ *       I/O thread) only hand the notice to the engine's notice thread; they never block or take a
+ *       lock.
+ *   <li>No lock of the engine is held across a store call except a holder slot's, which only
+ *       callers of the same owner and key ever take (with a bounded {@code tryLock} while
+ *       waiting); nothing a store callback runs takes it.
+ *   <li>The timer only decides (an alarm rings, a renewal is due, a deadline passed); it never
+ *       calls the store. Renewals run on a bounded pool of their own; store calls made while a
+ *       caller waits run on a bounded pool too, so the caller stops waiting at its deadline
+ *       whatever the store does ({@link StoreCall}).
+ *   <li>Waiting threads park ({@link Parking}); no monitor is held while waiting, so virtual
+ *       threads unmount.
+ * </ul>
+ *
+ * <p>Waiting: the caller joins the key's FIFO queue in this JVM; the head (any waiter, when not
+ * fair) tries the store; when busy, the first waiter subscribes to the key's release notices and
+ * everyone tries again once the subscription is active (a release between the try and the
+ * subscription would otherwise be missed); then it sleeps until a release wakes it (local, or
+ * notified by the store), until the holder's lease ends by the store's last report, or until the
+ * bounded poll interval passes. A head that leaves without the key passes its turn on.
+ *
+ * <p>Store tokens: every grant is asked for with a token of its own. Without an explicit owner it
+ * is random; with a {@link LockOwner} it is the owner's token plus a per-grant suffix, so that two
+ * processes sharing one owner token never both hold the key (the second is refused as busy), and
+ * a late release or renewal of one grant can never touch another.
  */
 final class LeaseEngine implements LockService {
 
     private static final Logger log = LoggerFactory.getLogger(LeaseEngine.class);
+    private static final int RENEWAL_THREADS = 4;
+    private static final int CALL_THREADS = 16;
+    private static final int MAX_TOKEN = 128;
+    private static final int SUFFIX = 17; // '.' and 16 hex digits
 
     final LeaseStore store;
-    final ScheduledExecutorService scheduler;
+    final ScheduledExecutorService timer;
     final Ticker ticker;
-    private final boolean ownsScheduler;
+    final ExecutorService renewals;
+    private final ExecutorService calls;
+    private final ExecutorService callbacks;
+    private final ExecutorService notices;
+    private final boolean ownsTimer;
+    private final Parking parking;
     private final List<LeaseListener> listeners;
     private final boolean fair;
+    private final boolean reentrant;
     private final long minPollNanos;
     private final long maxPollNanos;
     private final ConcurrentHashMap<HolderKey, HolderSlot> holders = new ConcurrentHashMap<>();
     private final ConcurrentHashMap<LockKey, WaitQueue> queues = new ConcurrentHashMap<>();
     private final AtomicBoolean closed = new AtomicBoolean();
+    private final AtomicReference<StoreCall<ReleaseSubscription>> forceWatch = new AtomicReference<>();
+    private final AtomicReference<ReleaseSubscription> forceSubscription = new AtomicReference<>();
 
     LeaseEngine(
             LeaseStore store,
@@ -61,59 +99,94 @@ final class LeaseEngine implements LockService {
             Ticker ticker,
             List<LeaseListener> listeners,
             boolean fair,
+            boolean reentrant,
             Duration minPoll,
             Duration maxPoll) {
         this.store = store;
-        this.ownsScheduler = scheduler == null;
-        this.scheduler = scheduler != null ? scheduler : defaultScheduler();
+        this.ownsTimer = scheduler == null;
+        this.timer = scheduler != null ? scheduler : defaultTimer();
         this.ticker = ticker;
         this.listeners = listeners;
         this.fair = fair;
+        this.reentrant = reentrant;
         this.minPollNanos = minPoll.toNanos();
         this.maxPollNanos = maxPoll.toNanos();
+        this.parking = new Parking(timer, ticker);
+        this.renewals = pool("leasehold-renewal-", RENEWAL_THREADS);
+        this.calls = pool("leasehold-call-", CALL_THREADS);
+        this.notices = pool("leasehold-notice-", 1);
+        this.callbacks = new ThreadPoolExecutor(
+                0, Integer.MAX_VALUE, 10, TimeUnit.SECONDS, new SynchronousQueue<>(), threads("leasehold-callback-"));
     }
 
-    private static ScheduledExecutorService defaultScheduler() {
-        AtomicInteger count = new AtomicInteger();
-        ThreadFactory threads = runnable -> {
-            Thread thread = new Thread(runnable, "leasehold-renewal-" + count.incrementAndGet());
-            thread.setDaemon(true);
-            return thread;
-        };
-        ScheduledThreadPoolExecutor executor = new ScheduledThreadPoolExecutor(2, threads);
+    private static ScheduledExecutorService defaultTimer() {
+        ScheduledThreadPoolExecutor executor = new ScheduledThreadPoolExecutor(1, threads("leasehold-timer-"));
         executor.setRemoveOnCancelPolicy(true);
         return executor;
     }
 
-    /** Who holds: a thread, or an explicit {@link LockOwner}; and on which key. */
-    record HolderKey(Object owner, LockKey key) {}
-
-    /** The current grant of one holder key; its lock orders acquisitions and releases of that owner. */
-    static final class HolderSlot {
-        final ReentrantLock lock = new ReentrantLock();
-        HeldLease lease;
+    private static ExecutorService pool(String name, int size) {
+        ThreadPoolExecutor executor =
+                new ThreadPoolExecutor(size, size, 10, TimeUnit.SECONDS, new LinkedBlockingQueue<>(), threads(name));
+        executor.allowCoreThreadTimeOut(true);
+        return executor;
     }
 
-    /** A lease, or the holder's remaining time when the key is busy. */
-    private record Attempt(Lease lease, long holderRemainingNanos) {}
+    private static ThreadFactory threads(String name) {
+        AtomicInteger count = new AtomicInteger();
+        return runnable -> {
+            Thread thread = new Thread(runnable, name + count.incrementAndGet());
+            thread.setDaemon(true);
+            return thread;
+        };
+    }
+
+    /** Who holds, and on which key: a thread, an explicit {@link LockOwner}, or one acquisition. */
+    record HolderKey(Object owner, LockKey key) {}
+
+    /** The current grant of one holder key; its lock orders that holder's acquisitions. */
+    static final class HolderSlot {
+        final ReentrantLock lock = new ReentrantLock();
+        final AtomicReference<HeldLease> lease = new AtomicReference<>();
+    }
+
+    /** A lease, or the holder's remaining time when the key is busy, or no answer in time. */
+    private record Attempt(Lease lease, long holderRemainingNanos, boolean answered) {
+        static final Attempt UNANSWERED = new Attempt(null, -1, false);
+    }
 
     // ---------------------------------------------------------------- acquiring
 
     @Override
     public Optional<Lease> tryAcquire(LockKey key, LeaseOptions options) {
-        return tryAcquire(key, options, Thread.currentThread(), null);
+        checkArguments(key, options);
+        return tryAcquire(key, options, implicitOwner(), null);
     }
 
     @Override
     public Optional<Lease> tryAcquire(LockKey key, LeaseOptions options, LockOwner owner) {
+        checkArguments(key, options);
         Objects.requireNonNull(owner, "owner is missing (null)");
-        return tryAcquire(key, options, owner, owner.token());
+        return tryAcquire(key, options, explicitOwner(owner), owner.token());
+    }
+
+    private Object implicitOwner() {
+        return reentrant ? Thread.currentThread() : new Object();
+    }
+
+    private Object explicitOwner(LockOwner owner) {
+        return reentrant ? owner : new Object();
     }
 
     private Optional<Lease> tryAcquire(LockKey key, LeaseOptions options, Object owner, String token) {
-        checkArguments(key, options);
         long start = ticker.nanos();
-        Attempt attempt = attempt(key, options, owner, token, start, false);
+        Attempt attempt;
+        try {
+            attempt = attempt(key, options, owner, token, start, Long.MAX_VALUE, false);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt(); // unreachable without a deadline; keep the flag
+            throw new LeaseStoreException("acquire", key.render(), e);
+        }
         if (attempt.lease() == null) {
             emit(new LeaseEvent(LeaseEventType.BUSY, key, store.name(), null, 0, Duration.ZERO, null, null, null));
         }
@@ -122,66 +195,97 @@ final class LeaseEngine implements LockService {
 
     @Override
     public Lease acquire(LockKey key, LeaseOptions options) throws InterruptedException {
-        return acquire(key, options, Thread.currentThread(), null);
+        checkArguments(key, options);
+        return acquire(key, options, implicitOwner(), null);
     }
 
     @Override
     public Lease acquire(LockKey key, LeaseOptions options, LockOwner owner) throws InterruptedException {
+        checkArguments(key, options);
         Objects.requireNonNull(owner, "owner is missing (null)");
-        return acquire(key, options, owner, owner.token());
+        return acquire(key, options, explicitOwner(owner), owner.token());
     }
 
     private Lease acquire(LockKey key, LeaseOptions options, Object owner, String token) throws InterruptedException {
-        checkArguments(key, options);
         long start = ticker.nanos();
-        Attempt first = attempt(key, options, owner, token, start, false);
-        if (first.lease() != null) {
-            return first.lease();
-        }
         long waitNanos = options.waitFor().toNanos();
         if (waitNanos == 0) {
+            Attempt attempt = attempt(key, options, owner, token, start, Long.MAX_VALUE, false);
+            if (attempt.lease() != null) {
+                return attempt.lease();
+            }
             throw busy(key, start);
         }
         if (Thread.interrupted()) {
             throw new InterruptedException("interrupted before waiting for " + key);
         }
-        Waiter waiter = enqueue(key);
-        emit(new LeaseEvent(LeaseEventType.WAITING, key, store.name(), null, 0, Duration.ZERO, null, null, null));
+        return await(key, options, owner, token, start, start + waitNanos);
+    }
+
+    private Lease await(LockKey key, LeaseOptions options, Object owner, String token, long start, long deadline)
+            throws InterruptedException {
+        Waiter waiter = new Waiter();
+        WaitQueue queue = join(key, waiter);
         boolean acquired = false;
         try {
-            long holderRemaining = first.holderRemainingNanos();
+            boolean sawBusy = false;
+            boolean waitingTold = false;
+            long holderRemaining = -1;
             long poll = minPollNanos;
-            boolean notified = store.supportsReleaseNotifications();
             while (true) {
-                boolean myTurn = !fair || isHead(key, waiter);
+                boolean myTurn = !fair || queue.isHead(waiter);
                 if (myTurn) {
-                    Attempt attempt = attempt(key, options, owner, token, start, true);
+                    Attempt attempt = attempt(key, options, owner, token, start, deadline, true);
                     if (attempt.lease() != null) {
                         acquired = true;
                         return attempt.lease();
                     }
+                    if (!attempt.answered()) {
+                        throw unanswered(key, start, sawBusy);
+                    }
+                    sawBusy = true;
                     holderRemaining = attempt.holderRemainingNanos();
                 }
-                long left = start + waitNanos - ticker.nanos();
+                if (!waitingTold) {
+                    waitingTold = true;
+                    emit(new LeaseEvent(
+                            LeaseEventType.WAITING, key, store.name(), null, 0, Duration.ZERO, null, null, null));
+                }
+                if (queue.claimSubscription()) {
+                    if (subscribe(queue, deadline)) {
+                        continue; // try again now that no release can be missed
+                    }
+                }
+                long left = deadline - ticker.nanos();
                 if (left <= 0) {
                     throw busy(key, start);
                 }
-                // A waiter behind others is woken when its turn comes; the head polls, never past the
-                // holder's expiry, so a lost notification costs at most that.
-                long pause = myTurn && !notified ? poll : maxPollNanos;
+                boolean pushed = queue.subscribed();
+                long pause = myTurn && !pushed ? poll : maxPollNanos;
                 if (myTurn && holderRemaining >= 0) {
+                    // Never sleep past the holder's expiry: a lost notice costs at most that.
                     pause = Math.min(pause, holderRemaining + TimeUnit.MILLISECONDS.toNanos(1));
                 }
-                pause = Math.min(left, pause);
-                if (waiter.await(pause)) {
+                if (waiter.await(parking, Math.min(left, pause))) {
                     poll = minPollNanos;
-                } else if (!notified) {
+                } else if (!pushed) {
                     poll = Math.min(poll * 2, maxPollNanos);
                 }
             }
         } finally {
-            dequeue(key, waiter, acquired);
+            leave(queue, waiter, acquired);
         }
+    }
+
+    private RuntimeException unanswered(LockKey key, long start, boolean sawBusy) {
+        if (sawBusy) {
+            return busy(key, start);
+        }
+        return new LeaseStoreException(
+                "acquire",
+                key.render(),
+                new TimeoutException("the store gave no answer within the wait of "
+                        + Duration.ofNanos(Math.max(0, ticker.nanos() - start))));
     }
 
     private LockBusyException busy(LockKey key, long start) {
@@ -191,71 +295,186 @@ final class LeaseEngine implements LockService {
     }
 
     /**
-     * One attempt: re-enter the owner's own lease, or ask the store. Under the holder slot's lock,
-     * so one owner's acquisitions and releases of a key are ordered.
+     * One attempt: re-enter the holder's own lease, or ask the store. Under the holder slot's
+     * lock, so one holder's attempts on a key are ordered. With a finite {@code deadline} the
+     * store call runs on a worker and is waited for until the deadline only.
      */
-    private Attempt attempt(LockKey key, LeaseOptions options, Object owner, String token, long start, boolean waiter) {
+    private Attempt attempt(
+            LockKey key, LeaseOptions options, Object owner, String token, long start, long deadline, boolean queued)
+            throws InterruptedException {
         if (closed.get()) {
             throw new IllegalStateException("the lock service is closed");
         }
+        boolean bounded = deadline != Long.MAX_VALUE;
         HolderKey holderKey = new HolderKey(owner, key);
         while (true) {
             HolderSlot slot = holders.computeIfAbsent(holderKey, k -> new HolderSlot());
-            slot.lock.lock();
+            if (bounded) {
+                long left = deadline - ticker.nanos();
+                if (left <= 0 || !slot.lock.tryLock(left, TimeUnit.NANOSECONDS)) {
+                    return Attempt.UNANSWERED;
+                }
+            } else {
+                slot.lock.lock();
+            }
             try {
                 if (holders.get(holderKey) != slot) {
                     continue; // retired while we waited for its lock
                 }
-                HeldLease current = slot.lease;
+                HeldLease current = slot.lease.get();
                 if (current != null && current.tryReenter()) {
                     emit(current.event(LeaseEventType.REENTERED, Duration.ZERO, null, null));
-                    return new Attempt(current.newHandle(), 0);
+                    return new Attempt(current.newHandle(), 0, true);
                 }
-                if (!waiter && fair && hasWaiters(key)) {
-                    retireSlot(holderKey, slot);
-                    return new Attempt(null, -1);
+                if (!queued && fair && hasWaiters(key)) {
+                    retire(holderKey, slot);
+                    return new Attempt(null, -1, true); // no barging past a queued waiter
                 }
-                String grantToken = token != null ? token : LockOwner.randomToken();
+                awaitForceWatch(deadline);
+                String grantToken = grantToken(token);
                 long sent = ticker.nanos();
-                AcquireResult result;
-                try {
-                    result = store.tryAcquire(key, grantToken, options.leaseFor());
-                } catch (LeaseholdException e) {
-                    retireSlot(holderKey, slot);
-                    throw e;
-                } catch (RuntimeException e) {
-                    retireSlot(holderKey, slot);
-                    throw new LeaseStoreException("acquire", key.render(), e);
+                AcquireResult result = bounded
+                        ? boundedAcquire(key, grantToken, options, deadline)
+                        : directAcquire(key, grantToken, options);
+                if (result == null) {
+                    retire(holderKey, slot);
+                    return Attempt.UNANSWERED;
                 }
                 if (result instanceof AcquireResult.Granted granted) {
-                    HeldLease lease = new HeldLease(this, holderKey, slot, grantToken, options, granted.grant(), sent);
-                    slot.lease = lease;
-                    lease.start();
-                    emit(new LeaseEvent(
-                            LeaseEventType.ACQUIRED,
-                            key,
-                            store.name(),
-                            LockOwner.abbreviate(grantToken),
-                            lease.fence,
-                            Duration.ofNanos(Math.max(0, ticker.nanos() - start)),
-                            null,
-                            null,
-                            null));
-                    return new Attempt(lease.newHandle(), 0);
+                    return new Attempt(install(holderKey, slot, grantToken, options, granted, sent, start), 0, true);
                 }
-                retireSlot(holderKey, slot);
+                retire(holderKey, slot);
                 return new Attempt(
-                        null, ((AcquireResult.Busy) result).holderRemaining().toNanos());
+                        null, ((AcquireResult.Busy) result).holderRemaining().toNanos(), true);
             } finally {
                 slot.lock.unlock();
             }
         }
     }
 
+    /** The store token of one grant: random, or the owner's token with a suffix of this grant's own. */
+    private static String grantToken(String ownerToken) {
+        if (ownerToken == null) {
+            return LockOwner.randomToken();
+        }
+        String base =
+                ownerToken.length() > MAX_TOKEN - SUFFIX ? ownerToken.substring(0, MAX_TOKEN - SUFFIX) : ownerToken;
+        return base + "." + String.format("%016x", ThreadLocalRandom.current().nextLong());
+    }
+
+    private AcquireResult directAcquire(LockKey key, String grantToken, LeaseOptions options) {
+        try {
+            return store.tryAcquire(key, grantToken, options.leaseFor());
+        } catch (RuntimeException | Error e) {
+            releaseAmbiguous(key, grantToken);
+            throw storeFailure("acquire", key, e);
+        }
+    }
+
+    /** The acquire on a worker, waited for until the deadline; null if no answer came in time. */
+    private AcquireResult boundedAcquire(LockKey key, String grantToken, LeaseOptions options, long deadline)
+            throws InterruptedException {
+        StoreCall<AcquireResult> call = StoreCall.start(
+                calls,
+                () -> store.tryAcquire(key, grantToken, options.leaseFor()),
+                // Granted after the caller left, or failed with an unknown outcome: give it back.
+                orphan -> {
+                    if (orphan.failure() != null || orphan.value() instanceof AcquireResult.Granted) {
+                        releaseQuietly(key, grantToken);
+                    }
+                });
+        if (!call.await(parking, deadline)) {
+            return null;
+        }
+        if (call.failure() != null) {
+            releaseAmbiguous(key, grantToken);
+            throw storeFailure("acquire", key, call.failure());
+        }
+        return call.value();
+    }
+
+    private static RuntimeException storeFailure(String operation, LockKey key, Throwable failure) {
+        if (failure instanceof Error error) {
+            throw error;
+        }
+        if (failure instanceof LeaseholdException e) {
+            return e;
+        }
+        return new LeaseStoreException(operation, key.render(), failure);
+    }
+
+    /** The store may have applied an acquire that failed: release its grant, best effort, off this thread. */
+    private void releaseAmbiguous(LockKey key, String grantToken) {
+        try {
+            calls.execute(() -> releaseQuietly(key, grantToken));
+        } catch (RejectedExecutionException e) {
+            releaseQuietly(key, grantToken);
+        }
+    }
+
+    private void releaseQuietly(LockKey key, String grantToken) {
+        try {
+            if (store.release(key, grantToken)) {
+                log.info("released a grant of {} whose acquire reported a failure or came too late", key);
+                wake(key);
+            }
+        } catch (RuntimeException e) {
+            log.warn("could not release a grant of {} of unknown outcome; it ends at its expiry", key, e);
+        }
+    }
+
+    /** Makes the grant a lease; if anything fails on the way, the grant is given back. */
+    private Lease install(
+            HolderKey holderKey,
+            HolderSlot slot,
+            String grantToken,
+            LeaseOptions options,
+            AcquireResult.Granted granted,
+            long sent,
+            long start) {
+        HeldLease lease = null;
+        try {
+            lease = new HeldLease(this, holderKey, slot, grantToken, options, granted.grant(), sent);
+            slot.lease.set(lease);
+            lease.start();
+            emit(new LeaseEvent(
+                    LeaseEventType.ACQUIRED,
+                    holderKey.key(),
+                    store.name(),
+                    LockOwner.abbreviate(grantToken),
+                    lease.fence,
+                    Duration.ofNanos(Math.max(0, ticker.nanos() - start)),
+                    null,
+                    null,
+                    null));
+            return lease.newHandle();
+        } catch (RuntimeException | Error e) {
+            if (lease != null) {
+                lease.abandon();
+                slot.lease.compareAndSet(lease, null);
+            }
+            retire(holderKey, slot);
+            releaseAmbiguous(holderKey.key(), grantToken);
+            throw e;
+        }
+    }
+
     /** Forgets a slot that holds no lease; the caller holds its lock. */
-    void retireSlot(HolderKey holderKey, HolderSlot slot) {
-        if (slot.lease == null) {
+    private void retire(HolderKey holderKey, HolderSlot slot) {
+        if (slot.lease.get() == null) {
             holders.remove(holderKey, slot);
+        }
+    }
+
+    /** Called by a lease at its last release: it is no longer the holder's current grant. */
+    void forget(HeldLease lease) {
+        HolderSlot slot = lease.slot;
+        if (slot.lease.compareAndSet(lease, null) && slot.lock.tryLock()) {
+            try {
+                retire(lease.holderKey, slot);
+            } finally {
+                slot.lock.unlock();
+            }
         }
     }
 
@@ -269,32 +488,61 @@ final class LeaseEngine implements LockService {
     @Override
     public LeaseGroup acquireAll(Collection<LockKey> keys, LeaseOptions options) throws InterruptedException {
         Objects.requireNonNull(options, "lease options are missing (null)");
-        List<LockKey> sorted = sortedDistinct(keys);
+        return acquireAll(sortedDistinct(keys), options, implicitOwner(), null);
+    }
+
+    @Override
+    public LeaseGroup acquireAll(Collection<LockKey> keys, LeaseOptions options, LockOwner owner)
+            throws InterruptedException {
+        Objects.requireNonNull(options, "lease options are missing (null)");
+        Objects.requireNonNull(owner, "owner is missing (null)");
+        return acquireAll(sortedDistinct(keys), options, explicitOwner(owner), owner.token());
+    }
+
+    private LeaseGroup acquireAll(List<LockKey> sorted, LeaseOptions options, Object owner, String token)
+            throws InterruptedException {
         long start = ticker.nanos();
         long waitNanos = options.waitFor().toNanos();
         List<Lease> taken = new ArrayList<>(sorted.size());
         try {
             for (LockKey key : sorted) {
                 long left = Math.max(0, waitNanos - (ticker.nanos() - start));
-                taken.add(acquire(key, options.withWait(Duration.ofNanos(left)), Thread.currentThread(), null));
+                Object holder = reentrant ? owner : new Object();
+                taken.add(acquire(key, options.withWait(Duration.ofNanos(left)), holder, token));
             }
             return new LeaseGroup(taken);
         } catch (LockBusyException e) {
-            releaseQuietly(taken, e);
+            releaseTaken(taken, e);
             throw new LockBusyException(
                     e.key(),
                     e.waited(),
                     "batch of " + sorted.size() + " keys not taken, nothing of it is held: " + e.getMessage());
-        } catch (InterruptedException | RuntimeException e) {
-            releaseQuietly(taken, e);
+        } catch (Throwable e) {
+            // Whatever escapes (also an Error), nothing taken stays held.
+            releaseTaken(taken, e);
             throw e;
         }
     }
 
     @Override
     public Optional<LeaseGroup> tryAcquireAll(Collection<LockKey> keys, LeaseOptions options) {
+        Objects.requireNonNull(options, "lease options are missing (null)");
+        return tryAll(() -> acquireAll(keys, options.withWait(Duration.ZERO)));
+    }
+
+    @Override
+    public Optional<LeaseGroup> tryAcquireAll(Collection<LockKey> keys, LeaseOptions options, LockOwner owner) {
+        Objects.requireNonNull(options, "lease options are missing (null)");
+        return tryAll(() -> acquireAll(keys, options.withWait(Duration.ZERO), owner));
+    }
+
+    private interface Batch {
+        LeaseGroup take() throws InterruptedException;
+    }
+
+    private static Optional<LeaseGroup> tryAll(Batch batch) {
         try {
-            return Optional.of(acquireAll(keys, options.withWait(Duration.ZERO)));
+            return Optional.of(batch.take());
         } catch (LockBusyException e) {
             return Optional.empty();
         } catch (InterruptedException e) {
@@ -316,7 +564,7 @@ final class LeaseEngine implements LockService {
         return new ArrayList<>(sorted);
     }
 
-    private static void releaseQuietly(List<Lease> taken, Exception failure) {
+    private static void releaseTaken(List<Lease> taken, Throwable failure) {
         try {
             LeaseGroup.releaseInReverse(taken);
         } catch (RuntimeException e) {
@@ -330,7 +578,7 @@ final class LeaseEngine implements LockService {
     public List<HeldLeaseInfo> heldLeases() {
         List<HeldLeaseInfo> held = new ArrayList<>();
         for (HolderSlot slot : holders.values()) {
-            HeldLease lease = slot.lease;
+            HeldLease lease = slot.lease.get();
             if (lease != null && lease.isHeld()) {
                 held.add(lease.info());
             }
@@ -344,10 +592,8 @@ final class LeaseEngine implements LockService {
         LockKey.requireKey(key);
         try {
             return store.inspect(key);
-        } catch (LeaseholdException e) {
-            throw e;
         } catch (RuntimeException e) {
-            throw new LeaseStoreException("inspect", key.render(), e);
+            throw storeFailure("inspect", key, e);
         }
     }
 
@@ -357,13 +603,14 @@ final class LeaseEngine implements LockService {
         if (reason == null || reason.isBlank()) {
             throw new IllegalArgumentException("a force-release needs a reason for the audit log");
         }
+        // Only leases held before the call can be the one removed; one granted meanwhile is newer
+        // and innocent (a notice with the removed grant's fence reaches every process, this one too).
+        List<HeldLease> before = leasesOn(key);
         boolean removed;
         try {
             removed = store.forceRelease(key);
-        } catch (LeaseholdException e) {
-            throw e;
         } catch (RuntimeException e) {
-            throw new LeaseStoreException("force-release", key.render(), e);
+            throw storeFailure("force-release", key, e);
         }
         emit(new LeaseEvent(
                 LeaseEventType.FORCE_RELEASED,
@@ -375,23 +622,82 @@ final class LeaseEngine implements LockService {
                 null,
                 reason + (removed ? "" : " (no lease was held)"),
                 null));
+        for (HeldLease lease : before) {
+            lease.markLost("force-released by an operator: " + reason);
+        }
+        wake(key);
+        return removed;
+    }
+
+    private List<HeldLease> leasesOn(LockKey key) {
+        List<HeldLease> found = new ArrayList<>();
         holders.forEach((holderKey, slot) -> {
-            HeldLease lease = slot.lease;
+            HeldLease lease = slot.lease.get();
             if (holderKey.key().equals(key) && lease != null) {
-                lease.markLost("force-released by an operator: " + reason);
+                found.add(lease);
             }
         });
-        signalReleased(key);
-        return removed;
+        return found;
+    }
+
+    /** On the notice thread: a force-release anywhere ends the local grant with that fence, and only it. */
+    private void forceNotice(ReleaseNotice notice) {
+        if (notice.fence() == 0) {
+            return;
+        }
+        holders.forEach((holderKey, slot) -> {
+            HeldLease lease = slot.lease.get();
+            if (lease != null
+                    && lease.fence == notice.fence()
+                    && holderKey.key().render().equals(notice.key())) {
+                lease.markLost("force-released by an operator (announced by the store)");
+            }
+        });
+    }
+
+    /**
+     * Subscribes to the store's force-release notices before the first grant, so a holder here
+     * hears of a force-release made anywhere. Waits for the subscription until the deadline.
+     */
+    private void awaitForceWatch(long deadline) throws InterruptedException {
+        if (!store.supportsReleaseNotifications() || forceWatch.get() != null) {
+            return;
+        }
+        StoreCall<ReleaseSubscription> call = new StoreCall<>(
+                () -> store.subscribeForceReleases(notice -> handOff(() -> forceNotice(notice))),
+                this::forceWatchEnded);
+        if (!forceWatch.compareAndSet(null, call)) {
+            return; // another caller subscribes
+        }
+        call.startOn(calls);
+        // If this caller stops waiting, the call goes on and the watch is active once it returns.
+        if (call.await(parking, deadline)) {
+            forceWatchEnded(call);
+        }
+    }
+
+    private void forceWatchEnded(StoreCall<ReleaseSubscription> call) {
+        if (call.value() != null) {
+            forceSubscription.set(call.value());
+            if (closed.get()) {
+                closeQuietly(call.value(), "force-release notices");
+            }
+            return;
+        }
+        Throwable failure = call.failure();
+        if (failure instanceof UnsupportedOperationException) {
+            log.info("{} announces no force-releases; holders learn of them at their next renewal", store.name());
+            return;
+        }
+        log.warn("could not subscribe to force-release notices of {}; will try again", store.name(), failure);
+        forceWatch.compareAndSet(call, null);
     }
 
     boolean storeRelease(LockKey key, String token) {
         try {
             return store.release(key, token);
-        } catch (LeaseholdException e) {
-            throw e;
         } catch (RuntimeException e) {
-            throw new LeaseStoreException("release", key.render(), e);
+            throw storeFailure("release", key, e);
         }
     }
 
@@ -400,14 +706,30 @@ final class LeaseEngine implements LockService {
         if (!closed.compareAndSet(false, true)) {
             return;
         }
+        List<HeldLease> held = new ArrayList<>();
         holders.values().forEach(slot -> {
-            HeldLease lease = slot.lease;
-            if (lease != null) {
-                lease.abandon();
+            HeldLease lease = slot.lease.get();
+            if (lease != null && lease.abandon()) {
+                held.add(lease);
             }
         });
-        if (ownsScheduler) {
-            scheduler.shutdownNow();
+        for (HeldLease lease : held) {
+            try {
+                storeRelease(lease.key, lease.token);
+            } catch (RuntimeException e) {
+                log.warn("could not release {} while closing; it ends at its expiry", lease.key, e);
+            }
+        }
+        ReleaseSubscription watch = forceSubscription.getAndSet(null);
+        if (watch != null) {
+            closeQuietly(watch, "force-release notices");
+        }
+        renewals.shutdownNow();
+        calls.shutdown();
+        notices.shutdown();
+        callbacks.shutdown();
+        if (ownsTimer) {
+            timer.shutdownNow();
         }
     }
 
@@ -423,101 +745,199 @@ final class LeaseEngine implements LockService {
         }
     }
 
-    // ---------------------------------------------------------------- waiting
-
-    /** The FIFO of this JVM's waiters for one key, and the key's shared release subscription. */
-    private static final class WaitQueue {
-        final ArrayDeque<Waiter> waiters = new ArrayDeque<>();
-        ReleaseSubscription subscription;
-        boolean subscribeTried;
+    /** Runs loss events and callbacks off the timer and the store's threads. */
+    void runCallback(Runnable work) {
+        try {
+            callbacks.execute(work);
+        } catch (RejectedExecutionException e) {
+            work.run(); // closing: run it here rather than lose it
+        }
     }
 
-    /** One waiting caller; woken by a signal or its timeout. */
-    private static final class Waiter {
-        private boolean signaled;
+    /** What a store callback does: hand the work to the notice thread, never more. */
+    private void handOff(Runnable work) {
+        try {
+            notices.execute(work);
+        } catch (RejectedExecutionException e) {
+            // Closed: nobody waits any more.
+        }
+    }
 
-        synchronized void signal() {
-            signaled = true;
-            notifyAll();
+    private static void closeQuietly(ReleaseSubscription subscription, Object what) {
+        try {
+            subscription.close();
+        } catch (RuntimeException e) {
+            log.warn("could not close the release subscription of {}", what, e);
+        }
+    }
+
+    // ---------------------------------------------------------------- waiting
+
+    /** One waiting caller: woken by a signal or its alarm. */
+    private static final class Waiter {
+        private final Thread thread = Thread.currentThread();
+        private final AtomicBoolean signaled = new AtomicBoolean();
+
+        void signal() {
+            signaled.set(true);
+            LockSupport.unpark(thread);
         }
 
         /** Waits until signaled or {@code nanos} pass; returns whether it was signaled. */
-        synchronized boolean await(long nanos) throws InterruptedException {
-            if (!signaled) {
-                TimeUnit.NANOSECONDS.timedWait(this, nanos);
-            }
-            boolean result = signaled;
-            signaled = false;
-            return result;
-        }
-
-        synchronized boolean signaled() {
-            return signaled;
+        boolean await(Parking parking, long nanos) throws InterruptedException {
+            parking.parkUntil(signaled::get, parking.now() + nanos);
+            return signaled.getAndSet(false);
         }
     }
 
-    private Waiter enqueue(LockKey key) {
-        Waiter waiter = new Waiter();
-        WaitQueue queue = queues.compute(key, (k, existing) -> {
-            WaitQueue q = existing != null ? existing : new WaitQueue();
-            synchronized (q) {
-                q.waiters.addLast(waiter);
-            }
-            return q;
-        });
-        if (store.supportsReleaseNotifications()) {
-            synchronized (queue) {
-                if (!queue.subscribeTried) {
-                    queue.subscribeTried = true;
-                    try {
-                        queue.subscription = store.subscribe(key, notice -> signalReleased(key));
-                    } catch (RuntimeException e) {
-                        log.warn("could not subscribe to releases of {}; waiters poll instead", key, e);
-                    }
-                }
-            }
-        }
-        return waiter;
-    }
+    /**
+     * This JVM's waiters for one key, in arrival order, and their shared release subscription. Its
+     * lock is held only for a few field updates, never across a store call; a retired queue (its
+     * last waiter left) takes no one, and the next waiter starts a new one.
+     */
+    private final class WaitQueue {
+        final LockKey key;
+        final ReentrantLock lock = new ReentrantLock();
+        final ArrayDeque<Waiter> waiters = new ArrayDeque<>(); // guarded by lock
+        boolean retired; // guarded by lock
+        boolean subscribeClaimed; // guarded by lock
+        ReleaseSubscription subscription; // guarded by lock
+        volatile boolean active;
 
-    private void dequeue(LockKey key, Waiter waiter, boolean acquired) {
-        ReleaseSubscription[] toClose = new ReleaseSubscription[1];
-        Waiter[] next = new Waiter[1];
-        queues.computeIfPresent(key, (k, q) -> {
-            synchronized (q) {
-                boolean wasHead = q.waiters.peekFirst() == waiter;
-                q.waiters.remove(waiter);
-                if (q.waiters.isEmpty()) {
-                    toClose[0] = q.subscription;
-                    q.subscription = null;
-                    return null;
-                }
-                if (!acquired && (wasHead || waiter.signaled())) {
-                    next[0] = q.waiters.peekFirst();
-                }
-                return q;
-            }
-        });
-        if (toClose[0] != null) {
+        WaitQueue(LockKey key) {
+            this.key = key;
+        }
+
+        boolean isHead(Waiter waiter) {
+            lock.lock();
             try {
-                toClose[0].close();
-            } catch (RuntimeException e) {
-                log.warn("could not close the release subscription of {}", key, e);
+                return waiters.peekFirst() == waiter;
+            } finally {
+                lock.unlock();
             }
         }
-        if (next[0] != null) {
-            next[0].signal();
+
+        /** Whether the caller should subscribe: true once per queue, when the store pushes releases. */
+        boolean claimSubscription() {
+            if (!store.supportsReleaseNotifications()) {
+                return false;
+            }
+            lock.lock();
+            try {
+                if (subscribeClaimed || retired) {
+                    return false;
+                }
+                subscribeClaimed = true;
+                return true;
+            } finally {
+                lock.unlock();
+            }
+        }
+
+        boolean subscribed() {
+            return active;
+        }
+
+        /** The subscription arrived: keep it while anyone waits, and let the waiters try again. */
+        void subscriptionArrived(ReleaseSubscription arrived) {
+            boolean keep;
+            lock.lock();
+            try {
+                keep = !retired;
+                if (keep) {
+                    subscription = arrived;
+                    active = true;
+                }
+            } finally {
+                lock.unlock();
+            }
+            if (keep) {
+                wakeQueue(this);
+            } else {
+                closeLater(arrived);
+            }
         }
     }
 
-    private boolean isHead(LockKey key, Waiter waiter) {
-        WaitQueue queue = queues.get(key);
-        if (queue == null) {
-            return true;
+    private WaitQueue join(LockKey key, Waiter waiter) {
+        while (true) {
+            WaitQueue queue = queues.computeIfAbsent(key, WaitQueue::new);
+            queue.lock.lock();
+            try {
+                if (!queue.retired) {
+                    queue.waiters.addLast(waiter);
+                    return queue;
+                }
+            } finally {
+                queue.lock.unlock();
+            }
+            queues.remove(key, queue);
         }
-        synchronized (queue) {
-            return queue.waiters.peekFirst() == waiter;
+    }
+
+    private void leave(WaitQueue queue, Waiter waiter, boolean acquired) {
+        Waiter next = null;
+        ReleaseSubscription toClose = null;
+        queue.lock.lock();
+        try {
+            boolean wasHead = queue.waiters.peekFirst() == waiter;
+            queue.waiters.remove(waiter);
+            if (queue.waiters.isEmpty()) {
+                queue.retired = true;
+                queue.active = false;
+                toClose = queue.subscription;
+                queue.subscription = null;
+                queues.remove(queue.key, queue);
+            } else if (!acquired && wasHead) {
+                next = queue.waiters.peekFirst(); // pass the turn on
+            }
+        } finally {
+            queue.lock.unlock();
         }
+        if (next != null) {
+            next.signal();
+        }
+        if (toClose != null) {
+            closeLater(toClose);
+        }
+    }
+
+    /** Closing may block in the store (a subscribe in flight holds its lock): never on a caller's path. */
+    private void closeLater(ReleaseSubscription subscription) {
+        try {
+            calls.execute(() -> closeQuietly(subscription, "a key"));
+        } catch (RejectedExecutionException e) {
+            closeQuietly(subscription, "a key");
+        }
+    }
+
+    /**
+     * Subscribes to the queue's key on a worker, waiting until the deadline at most.
+     *
+     * @return whether the subscription is active now
+     */
+    private boolean subscribe(WaitQueue queue, long deadline) throws InterruptedException {
+        LockKey key = queue.key;
+        StoreCall<ReleaseSubscription> call =
+                StoreCall.start(calls, () -> store.subscribe(key, notice -> handOff(() -> wake(key))), orphan -> {
+                    if (orphan.value() != null) {
+                        queue.subscriptionArrived(orphan.value());
+                    } else {
+                        log.warn("could not subscribe to releases of {}; waiters poll instead", key, orphan.failure());
+                    }
+                });
+        if (!call.await(parking, deadline)) {
+            return false;
+        }
+        if (call.failure() != null) {
+            if (call.failure() instanceof Error error) {
+                throw error;
+            }
+            log.warn("could not subscribe to releases of {}; waiters poll instead", key, call.failure());
+            return false;
+        }
+        queue.subscriptionArrived(call.value());
+        return true;
     }
 
     private boolean hasWaiters(LockKey key) {
@@ -525,23 +945,32 @@ final class LeaseEngine implements LockService {
         if (queue == null) {
             return false;
         }
-        synchronized (queue) {
+        queue.lock.lock();
+        try {
             return !queue.waiters.isEmpty();
+        } finally {
+            queue.lock.unlock();
         }
     }
 
-    /** Wakes the first waiter for the key (every waiter, when not fair): on a release, notification, force-release. */
-    void signalReleased(LockKey key) {
+    /** Wakes the first waiter for the key (every waiter, when not fair): on a release, a notice, a force-release. */
+    void wake(LockKey key) {
         WaitQueue queue = queues.get(key);
-        if (queue == null) {
-            return;
+        if (queue != null) {
+            wakeQueue(queue);
         }
+    }
+
+    private void wakeQueue(WaitQueue queue) {
         List<Waiter> toWake;
-        synchronized (queue) {
+        queue.lock.lock();
+        try {
             if (queue.waiters.isEmpty()) {
                 return;
             }
             toWake = fair ? List.of(queue.waiters.peekFirst()) : List.copyOf(queue.waiters);
+        } finally {
+            queue.lock.unlock();
         }
         toWake.forEach(Waiter::signal);
     }

@@ -14,13 +14,20 @@ import java.util.concurrent.ScheduledExecutorService;
  *
  * <p>Guarantees, while the store is reachable: at most one owner holds a key at a time; every new
  * holder gets a greater {@linkplain Lease#fence() fence}; a lease renewed by the watchdog stays held
- * until released, and a lease that is lost is reported at once through {@link Lease#isHeld()} and
- * {@link Lease#onLost}. Busy is a result ({@link #tryAcquire} returns empty) or, after waiting, a
- * {@link LockBusyException}; store failures are {@link LeaseStoreException}s naming the key.
+ * until released ({@code LeaseEngineTest.LossSignal#aRenewedLeaseStaysHeldPastItsFirstLease}), and
+ * a lease that is lost is reported through {@link Lease#isHeld()} and {@link Lease#onLost} by its
+ * local deadline, whatever the store does ({@code LeaseEngineTest.LossSignal}, {@code
+ * RedisPausedTest}). Busy is a result ({@link #tryAcquire} returns empty) or, after waiting, a
+ * {@link LockBusyException}; a waiting acquire never waits past its wait time, also when the store
+ * stops answering ({@code LeaseEngineTest.Waiting#aWaitingAcquireNeverOutlastsItsWaitWhenTheStoreHangs});
+ * store failures are {@link LeaseStoreException}s naming the key.
  *
  * <p>Owners: without an explicit {@link LockOwner}, the current thread owns the lease, and the same
- * thread acquiring the same key again re-enters it (one fence, a hold count). Asynchronous code
- * passes a {@link LockOwner} instead.
+ * thread acquiring the same key again re-enters it (one fence, a hold count); see {@link
+ * Builder#reentrant} for why that is the default and when to turn it off. Asynchronous code passes
+ * a {@link LockOwner} instead. Each grant is known to the store by a token of its own, so two
+ * processes sharing one owner token never both hold a key ({@code LeaseOwnersTest}, and the
+ * conformance suite on every store).
  *
  * <p>Thread-safe. Build one per store with {@link #builder(LeaseStore)} and share it; close it on
  * shutdown.
@@ -67,11 +74,20 @@ public interface LockService extends AutoCloseable {
     LeaseGroup acquireAll(Collection<LockKey> keys, LeaseOptions options) throws InterruptedException;
 
     /**
+     * As {@link #acquireAll(Collection, LeaseOptions)}, for an explicit owner: the leases re-enter
+     * (and are re-entered by) that owner's other leases on the same keys, from any thread.
+     */
+    LeaseGroup acquireAll(Collection<LockKey> keys, LeaseOptions options, LockOwner owner) throws InterruptedException;
+
+    /**
      * Takes every key without waiting, all or nothing.
      *
      * @return the group, or empty if any key is busy (nothing is then held)
      */
     Optional<LeaseGroup> tryAcquireAll(Collection<LockKey> keys, LeaseOptions options);
+
+    /** As {@link #tryAcquireAll(Collection, LeaseOptions)}, for an explicit owner. */
+    Optional<LeaseGroup> tryAcquireAll(Collection<LockKey> keys, LeaseOptions options, LockOwner owner);
 
     /**
      * Runs {@code work} holding the key, waiting as {@link #acquire} does, and releases the key
@@ -113,6 +129,7 @@ public interface LockService extends AutoCloseable {
         private Ticker ticker = Ticker.system();
         private final List<LeaseListener> listeners = new ArrayList<>();
         private boolean fair = true;
+        private boolean reentrant = true;
         private Duration maxPoll = Duration.ofSeconds(1);
         private Duration minPoll = Duration.ofMillis(2);
 
@@ -121,8 +138,9 @@ public interface LockService extends AutoCloseable {
         }
 
         /**
-         * The scheduler for renewals and expiry checks. When given, the service does not shut it
-         * down; by default the service creates (and owns) a small daemon scheduler.
+         * The timer for renewal due times, expiry watches and the alarms of waits. The service runs
+         * only short, non-blocking tasks on it (store calls run on workers of its own), and when
+         * given does not shut it down; by default the service creates (and owns) a daemon timer.
          */
         public Builder scheduler(ScheduledExecutorService scheduler) {
             this.scheduler = Objects.requireNonNull(scheduler, "scheduler is missing (null)");
@@ -143,10 +161,31 @@ public interface LockService extends AutoCloseable {
 
         /**
          * Whether waiters in this JVM get a key in arrival order (default {@code true}): a newcomer,
-         * also one calling {@code tryAcquire}, does not overtake a waiter already queued for the key.
+         * also one calling {@code tryAcquire}, does not overtake a waiter already queued for the key
+         * ({@code LeaseEngineTest.Waiting#waitersInOneProcessAreServedInArrivalOrder}, {@code
+         * #aNewcomerDoesNotOvertakeAQueuedWaiter}, {@code #aHeadWaiterThatLeavesPassesItsTurn}).
          */
         public Builder fair(boolean fair) {
             this.fair = fair;
+            return this;
+        }
+
+        /**
+         * Whether an owner acquiring a key it already holds re-enters its lease (default {@code
+         * true}): one fence, a hold count, released at count zero (S2.7).
+         *
+         * <p>Without an explicit {@link LockOwner} the owner is the current thread, which is what
+         * nested methods locking the same key need (a {@code @Locked} method calling another one
+         * on the same thread), and why re-entry is the default. A thread of a pool runs unrelated
+         * tasks one after the other, though: a task that leaves a lease open (handed to a
+         * callback, say) would be re-entered by the next task on that thread. Code running tasks
+         * on pooled threads passes a {@link LockOwner} per task, or builds its service with {@code
+         * reentrant(false)}: then every acquisition is a holder of its own, and a key already held
+         * through this service is busy to every other acquisition, whoever makes it. Proved by
+         * {@code LeaseOwnersTest}.
+         */
+        public Builder reentrant(boolean reentrant) {
+            this.reentrant = reentrant;
             return this;
         }
 
@@ -185,7 +224,7 @@ public interface LockService extends AutoCloseable {
                 throw new IllegalArgumentException(
                         "minPoll (" + minPoll + ") must not exceed maxPoll (" + maxPoll + ")");
             }
-            return new LeaseEngine(store, scheduler, ticker, List.copyOf(listeners), fair, minPoll, maxPoll);
+            return new LeaseEngine(store, scheduler, ticker, List.copyOf(listeners), fair, reentrant, minPoll, maxPoll);
         }
     }
 }

@@ -5,13 +5,18 @@ import dev.leasehold.LeaseOptions;
 import dev.leasehold.LockKey;
 import dev.leasehold.LockOwner;
 import dev.leasehold.LockService;
+import java.sql.Connection;
+import java.sql.SQLException;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.Optional;
-import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledFuture;
+import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import javax.sql.DataSource;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -25,14 +30,21 @@ import org.slf4j.LoggerFactory;
  *   <li>a claimed request takes its session lease with {@code tryAcquire}, owned by the request's
  *       token; if the session is busy the claim is given back (S1.6) and the caller gets
  *       SESSION_BUSY;
- *   <li>the work runs with a heartbeat on the request (every third of the stale threshold; the
- *       session lease renews itself); a heartbeat that finds the request taken over makes {@link
+ *   <li>the work runs while its claim is renewed: every claim has its own heartbeat task on a
+ *       pool, every third of the stale threshold, each UPDATE under a short lock timeout, so one
+ *       blocked heartbeat never delays another; failures are counted ({@link #heartbeatFailures()})
+ *       and logged. A heartbeat that finds the request taken over, or a claim not renewed before its
+ *       local deadline (last renewal + stale threshold − a tenth), makes {@link
  *       RequestContext#assertOwned()} throw;
- *   <li>the response is stored (token-checked), or the failure recorded;
+ *   <li>with {@link #executeInTransaction}, the SUCCESS mark is written in the work's own
+ *       transaction, token- and fence-checked, and committed with the business write: a rollback
+ *       leaves no SUCCESS, a taken-over execution cannot commit, and a failed commit is reported as
+ *       {@link CommitOutcomeUnknownException} (a retry with the same key is safe);
  *   <li>the session lease is released in {@code finally}, on every path.
  * </ol>
  *
- * Thread-safe. Close it to stop its heartbeat scheduler.
+ * {@link #start} gives the same steps to a caller that manages the transaction itself (for example
+ * through a transaction manager's synchronization). Thread-safe. Close it to stop its heartbeats.
  */
 public final class IdempotentExecutor implements AutoCloseable {
 
@@ -40,17 +52,34 @@ public final class IdempotentExecutor implements AutoCloseable {
 
     private final RequestRecords records;
     private final LockService locks;
-    private final ScheduledExecutorService heartbeats;
+    private final ScheduledThreadPoolExecutor heartbeats;
+    private final AtomicLong heartbeatFailures = new AtomicLong();
 
-    /** An executor over {@code records}, taking session leases from {@code locks}. */
+    /** An executor over {@code records}, taking session leases from {@code locks}, with 4 heartbeat threads. */
     public IdempotentExecutor(RequestRecords records, LockService locks) {
-        this.records = Objects.requireNonNull(records, "records is missing (null)");
-        this.locks = Objects.requireNonNull(locks, "locks is missing (null)");
-        this.heartbeats = Executors.newSingleThreadScheduledExecutor(r -> {
-            Thread thread = new Thread(r, "leasehold-request-heartbeat");
+        this(builder(records, locks));
+    }
+
+    private IdempotentExecutor(Builder builder) {
+        this.records = builder.records;
+        this.locks = builder.locks;
+        AtomicInteger threads = new AtomicInteger();
+        this.heartbeats = new ScheduledThreadPoolExecutor(builder.heartbeatThreads, r -> {
+            Thread thread = new Thread(r, "leasehold-request-heartbeat-" + threads.incrementAndGet());
             thread.setDaemon(true);
             return thread;
         });
+        this.heartbeats.setRemoveOnCancelPolicy(true);
+    }
+
+    /** A builder of an executor over {@code records}, taking session leases from {@code locks}. */
+    public static Builder builder(RequestRecords records, LockService locks) {
+        return new Builder(records, locks);
+    }
+
+    /** How many heartbeats failed (a database error or a lock wait that timed out) since the start. */
+    public long heartbeatFailures() {
+        return heartbeatFailures.get();
     }
 
     /**
@@ -58,7 +87,7 @@ public final class IdempotentExecutor implements AutoCloseable {
      *
      * @param scope the key space (chat session, tenant and caller)
      * @param clientKey the client's idempotency key
-     * @param fingerprint SHA-256 of the canonical payload ({@link CanonicalJson#fingerprint})
+     * @param fingerprint {@link CanonicalJson#fingerprint} of the payload
      * @param sessionKey the session to serialise on, or null for none
      * @param sessionLease how long the session lease lasts between renewals
      */
@@ -78,8 +107,28 @@ public final class IdempotentExecutor implements AutoCloseable {
         StoredResponse run(RequestContext context) throws Exception;
     }
 
+    /**
+     * The work of a request as a step of one transaction: it writes on {@code transaction}, which it
+     * must not commit, roll back or close; its response is marked SUCCESS in the same transaction.
+     */
+    @FunctionalInterface
+    public interface TransactionalWork {
+        /** Runs the request in the transaction. */
+        StoredResponse run(Connection transaction, RequestContext context) throws Exception;
+    }
+
+    /** What {@link #start} came to: an execution to run, or an answer without running anything. */
+    public sealed interface Start permits Started, Completed, Conflict, Mismatch {}
+
     /** What a submission came to. */
     public sealed interface Outcome permits Completed, Conflict, Mismatch {}
+
+    /**
+     * This caller owns the request now: run it through {@code execution}, then close it.
+     *
+     * @param execution the claimed execution
+     */
+    public record Started(Execution execution) implements Start {}
 
     /**
      * The request completed, now or before.
@@ -87,27 +136,27 @@ public final class IdempotentExecutor implements AutoCloseable {
      * @param response its response
      * @param replayed whether it was stored earlier and nothing ran now
      */
-    public record Completed(StoredResponse response, boolean replayed) implements Outcome {}
+    public record Completed(StoredResponse response, boolean replayed) implements Outcome, Start {}
 
     /**
      * The request could not run now (HTTP 409).
      *
      * @param reason why
      */
-    public record Conflict(IdempotencyConflictException.Reason reason) implements Outcome {}
+    public record Conflict(IdempotencyConflictException.Reason reason) implements Outcome, Start {}
 
     /** The key was used before with another payload (HTTP 422). */
-    public record Mismatch() implements Outcome {}
+    public record Mismatch() implements Outcome, Start {}
 
     /**
-     * Submits a request.
+     * Claims the request and, if a session key is given, its session lease, and starts its
+     * heartbeat. Only {@link Started} runs anything; the caller must close its execution.
      *
-     * @throws IdempotencyConflictException (TAKEN_OVER) if the request was taken over while it ran
-     * @throws Exception what the work threw; the request is then marked ERROR and can be retried
+     * @throws InvalidIdempotencyKeyException if the key breaks a rule
      */
-    public Outcome execute(Submission submission, RequestWork work) throws Exception {
+    public Start start(Submission submission) {
         Objects.requireNonNull(submission, "submission is missing (null)");
-        Objects.requireNonNull(work, "work is missing (null)");
+        long claimedAt = System.nanoTime();
         Claim claim = records.begin(submission.scope(), submission.clientKey(), submission.fingerprint());
         if (claim instanceof Claim.Replay replay) {
             return new Completed(replay.response(), true);
@@ -120,47 +169,140 @@ public final class IdempotentExecutor implements AutoCloseable {
         }
         RequestHandle handle = ((Claim.Claimed) claim).handle();
         Lease session = null;
-        ScheduledFuture<?> heartbeat = null;
-        try {
-            if (submission.sessionKey() != null) {
-                Optional<Lease> taken = locks.tryAcquire(
+        if (submission.sessionKey() != null) {
+            Optional<Lease> taken;
+            try {
+                taken = locks.tryAcquire(
                         submission.sessionKey(),
                         LeaseOptions.builder()
                                 .leaseFor(submission.sessionLease())
                                 .build(),
                         LockOwner.withToken(handle.token(), "request " + handle.id()));
-                if (taken.isEmpty()) {
-                    records.giveBack(handle, "session busy");
-                    return new Conflict(IdempotencyConflictException.Reason.SESSION_BUSY);
-                }
-                session = taken.get();
+            } catch (RuntimeException e) {
+                giveBackQuietly(handle, "session lease failed: " + e, e);
+                throw e;
             }
-            Context context = new Context(handle, session);
-            long period = Math.max(50, records.staleAfter().toMillis() / 3);
-            heartbeat = heartbeats.scheduleWithFixedDelay(context::beat, period, period, TimeUnit.MILLISECONDS);
+            if (taken.isEmpty()) {
+                records.giveBack(handle, "session busy");
+                return new Conflict(IdempotencyConflictException.Reason.SESSION_BUSY);
+            }
+            session = taken.get();
+        }
+        Execution execution = new Execution(handle, session, claimedAt);
+        long period = Math.max(20, records.staleAfter().toMillis() / 3);
+        if (System.nanoTime() - claimedAt > TimeUnit.MILLISECONDS.toNanos(period)) {
+            execution.beat(); // taking the session lease was slow: renew before the work starts
+        }
+        execution.heartbeat = heartbeats.scheduleWithFixedDelay(execution::beat, period, period, TimeUnit.MILLISECONDS);
+        return new Started(execution);
+    }
+
+    private void giveBackQuietly(RequestHandle handle, String reason, Exception cause) {
+        try {
+            records.giveBack(handle, reason);
+        } catch (RuntimeException e) {
+            cause.addSuppressed(e);
+        }
+    }
+
+    /**
+     * Submits a request whose work runs as one transaction on {@code dataSource}, together with its
+     * SUCCESS mark: both commit or neither does ({@code
+     * AbstractIdempotencyTest#haltRightAfterTheBusinessCommitLeavesExactlyOnePaymentAfterTheRetry}).
+     *
+     * @throws IdempotencyConflictException (TAKEN_OVER, or {@link ClaimExpiredException}) if the
+     *     claim was lost before the commit: the transaction was rolled back
+     * @throws CommitOutcomeUnknownException if the commit itself failed: retrying with the same key
+     *     is safe
+     * @throws Exception what the work threw; the transaction was rolled back and the request marked
+     *     ERROR, so it can be retried
+     */
+    public Outcome executeInTransaction(Submission submission, DataSource dataSource, TransactionalWork work)
+            throws Exception {
+        Objects.requireNonNull(dataSource, "dataSource is missing (null)");
+        Objects.requireNonNull(work, "work is missing (null)");
+        Start start = start(submission);
+        if (!(start instanceof Started started)) {
+            return (Outcome) start;
+        }
+        try (Execution execution = started.execution()) {
+            StoredResponse response;
+            try (Connection c = dataSource.getConnection()) {
+                boolean autoCommit = c.getAutoCommit();
+                try {
+                    c.setAutoCommit(false);
+                    try {
+                        execution.assertOwned();
+                        response = work.run(c, execution);
+                        Objects.requireNonNull(response, "the work returned no response (null)");
+                        execution.completeInTransaction(c, response);
+                    } catch (Exception e) {
+                        rollback(c, e);
+                        execution.rolledBack(e);
+                        throw e;
+                    }
+                    try {
+                        c.commit();
+                    } catch (SQLException e) {
+                        throw execution.outcomeUnknown(e);
+                    }
+                    execution.committed();
+                } finally {
+                    restoreAutoCommit(c, autoCommit);
+                }
+            }
+            return new Completed(response, false);
+        }
+    }
+
+    private static void rollback(Connection c, Exception cause) {
+        try {
+            c.rollback();
+        } catch (SQLException e) {
+            cause.addSuppressed(e);
+        }
+    }
+
+    private static void restoreAutoCommit(Connection c, boolean autoCommit) {
+        try {
+            if (!c.isClosed()) {
+                c.setAutoCommit(autoCommit);
+            }
+        } catch (SQLException e) {
+            // The connection is broken; the pool discards it.
+        }
+    }
+
+    /**
+     * Submits a request whose work writes in transactions of its own; its response is stored after
+     * the work returned, in another transaction. A crash between the two leaves the request
+     * PROCESSING, to be run again after the stale threshold: use {@link #executeInTransaction}, or
+     * {@link SideEffects} inside the work, for writes that must happen once.
+     *
+     * @throws IdempotencyConflictException (TAKEN_OVER) if the request was taken over while it ran
+     * @throws Exception what the work threw; the request is then marked ERROR and can be retried
+     */
+    public Outcome execute(Submission submission, RequestWork work) throws Exception {
+        Objects.requireNonNull(work, "work is missing (null)");
+        Start start = start(submission);
+        if (!(start instanceof Started started)) {
+            return (Outcome) start;
+        }
+        try (Execution execution = started.execution()) {
             StoredResponse response;
             try {
-                context.assertOwned();
-                response = work.run(context);
-                context.assertOwned();
-            } catch (IdempotencyConflictException e) {
-                throw e;
+                execution.assertOwned();
+                response = work.run(execution);
+                Objects.requireNonNull(response, "the work returned no response (null)");
             } catch (Exception e) {
-                if (!records.fail(handle, String.valueOf(e))) {
-                    log.warn("request {} failed after it was taken over", handle.id());
-                }
+                execution.rolledBack(e);
                 throw e;
             }
-            heartbeat.cancel(false);
-            records.complete(handle, response);
+            // The work is done: a lease lost now must not mark it ERROR (a retry would run it again).
+            execution.stopHeartbeat();
+            records.complete(execution.handle, response);
+            execution.settled = true;
             return new Completed(response, false);
-        } finally {
-            if (heartbeat != null) {
-                heartbeat.cancel(false);
-            }
-            if (session != null) {
-                session.close();
-            }
         }
     }
 
@@ -169,24 +311,67 @@ public final class IdempotentExecutor implements AutoCloseable {
         heartbeats.shutdownNow();
     }
 
-    private final class Context implements RequestContext {
+    /**
+     * One claimed execution of a request: its context, its heartbeat and its session lease. Tell it
+     * how the transaction that carries the SUCCESS mark ended ({@link #committed}, {@link
+     * #rolledBack}, {@link #outcomeUnknown}), then close it. Thread-safe.
+     */
+    public final class Execution implements RequestContext, AutoCloseable {
         private final RequestHandle handle;
         private final Lease session;
+        private final long staleNanos;
+        private final long marginNanos;
+        private volatile long renewedAtNanos;
         private volatile boolean takenOver;
+        private volatile boolean marked;
+        private volatile boolean settled;
+        private final AtomicBoolean closed = new AtomicBoolean();
+        private final AtomicBoolean beating = new AtomicBoolean();
+        private volatile ScheduledFuture<?> heartbeat;
 
-        Context(RequestHandle handle, Lease session) {
+        Execution(RequestHandle handle, Lease session, long claimedAtNanos) {
             this.handle = handle;
             this.session = session;
+            this.staleNanos = records.staleAfter().toNanos();
+            this.marginNanos = staleNanos / 10;
+            this.renewedAtNanos = claimedAtNanos;
+        }
+
+        /** The context to give the work (this execution). */
+        public RequestContext context() {
+            return this;
         }
 
         void beat() {
+            if (takenOver || marked || closed.get() || !beating.compareAndSet(false, true)) {
+                return;
+            }
             try {
-                if (!takenOver && !records.heartbeat(handle)) {
+                long sentAt = System.nanoTime();
+                if (records.heartbeat(handle)) {
+                    renewedAtNanos = sentAt;
+                } else if (!marked) {
                     takenOver = true;
                     log.warn("request {} was taken over while it ran; its work must stop", handle.id());
                 }
             } catch (RuntimeException e) {
-                log.warn("heartbeat of request {} failed: {}", handle.id(), e.getMessage());
+                long failures = heartbeatFailures.incrementAndGet();
+                log.warn(
+                        "heartbeat of request {} failed ({} failures so far; the claim expires {} ms after its last"
+                                + " renewal): {}",
+                        handle.id(),
+                        failures,
+                        TimeUnit.NANOSECONDS.toMillis(staleNanos - marginNanos),
+                        e.toString());
+            } finally {
+                beating.set(false);
+            }
+        }
+
+        void stopHeartbeat() {
+            ScheduledFuture<?> future = heartbeat;
+            if (future != null) {
+                future.cancel(false);
             }
         }
 
@@ -200,6 +385,11 @@ public final class IdempotentExecutor implements AutoCloseable {
             return Optional.ofNullable(session);
         }
 
+        /** How long until the claim's local deadline (negative once passed). */
+        public Duration untilDeadline() {
+            return Duration.ofNanos(renewedAtNanos + staleNanos - marginNanos - System.nanoTime());
+        }
+
         @Override
         public void assertOwned() {
             if (takenOver) {
@@ -207,9 +397,120 @@ public final class IdempotentExecutor implements AutoCloseable {
                         IdempotencyConflictException.Reason.TAKEN_OVER,
                         "request " + handle.clientKey() + " was taken over by another execution");
             }
+            if (!marked && untilDeadline().isNegative()) {
+                throw new ClaimExpiredException(
+                        handle.clientKey(),
+                        "last renewed " + TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - renewedAtNanos)
+                                + " ms ago, stale after " + records.staleAfter().toMillis() + " ms");
+            }
             if (session != null) {
                 session.assertHeld();
             }
+        }
+
+        @Override
+        public void completeInTransaction(Connection transaction, StoredResponse response) {
+            assertOwned();
+            records.completeInTransaction(transaction, handle, response);
+            marked = true; // the row is locked by the transaction now: nothing to renew
+            stopHeartbeat();
+        }
+
+        /** The transaction carrying the SUCCESS mark committed: the request is done. */
+        public void committed() {
+            settled = true;
+            stopHeartbeat();
+        }
+
+        /**
+         * The transaction of the work rolled back (or the work failed before writing): nothing was
+         * committed, so the request is marked ERROR and the next submit of the key runs it again.
+         */
+        public void rolledBack(Throwable cause) {
+            stopHeartbeat();
+            settled = true;
+            marked = false;
+            try {
+                if (!records.fail(handle, String.valueOf(cause))) {
+                    log.warn("request {} failed after it was taken over", handle.id());
+                }
+            } catch (RuntimeException e) {
+                if (cause != null) {
+                    cause.addSuppressed(e);
+                }
+                log.warn("request {} failed and could not be marked ERROR: {}", handle.id(), e.toString());
+            }
+        }
+
+        /**
+         * The commit of the transaction carrying the SUCCESS mark failed, so it is unknown whether it
+         * took effect. If it did not, the request is marked ERROR (the UPDATE waits for the row lock
+         * of the dying transaction and then finds SUCCESS if it committed). Returns the exception to
+         * throw.
+         */
+        public CommitOutcomeUnknownException outcomeUnknown(Throwable cause) {
+            stopHeartbeat();
+            settled = true;
+            CommitOutcomeUnknownException unknown = new CommitOutcomeUnknownException(handle.clientKey(), cause);
+            try {
+                records.fail(handle, "commit failed: " + cause);
+            } catch (RuntimeException e) {
+                unknown.addSuppressed(e);
+            }
+            log.warn(
+                    "commit of request {} failed; outcome unknown, a retry with the same key is safe",
+                    handle.id(),
+                    cause);
+            return unknown;
+        }
+
+        /** Stops the heartbeat and releases the session lease; safe to call more than once. */
+        @Override
+        public void close() {
+            if (!closed.compareAndSet(false, true)) {
+                return;
+            }
+            stopHeartbeat();
+            if (!settled) {
+                log.debug("execution of request {} closed without an outcome; it turns stale", handle.id());
+            }
+            if (session != null) {
+                try {
+                    session.close();
+                } catch (RuntimeException e) {
+                    log.warn("session lease of request {} could not be released: {}", handle.id(), e.toString());
+                }
+            }
+        }
+    }
+
+    /** Builds an {@link IdempotentExecutor}. Not thread-safe. */
+    public static final class Builder {
+        private final RequestRecords records;
+        private final LockService locks;
+        private int heartbeatThreads = 4;
+
+        private Builder(RequestRecords records, LockService locks) {
+            this.records = Objects.requireNonNull(records, "records is missing (null)");
+            this.locks = Objects.requireNonNull(locks, "locks is missing (null)");
+        }
+
+        /**
+         * How many threads run heartbeats (default 4): each claim has its own task and each heartbeat
+         * waits at most the records' heartbeat lock timeout, so heartbeats are late only if this many
+         * are blocked at once.
+         */
+        public Builder heartbeatThreads(int threads) {
+            if (threads < 1 || threads > 256) {
+                throw new IllegalArgumentException("heartbeatThreads must be 1 to 256, was " + threads);
+            }
+            this.heartbeatThreads = threads;
+            return this;
+        }
+
+        /** The executor. */
+        public IdempotentExecutor build() {
+            return new IdempotentExecutor(this);
         }
     }
 }

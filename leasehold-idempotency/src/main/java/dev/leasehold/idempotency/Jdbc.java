@@ -4,6 +4,8 @@ import dev.leasehold.LeaseStoreException;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
+import java.util.Locale;
+import java.util.Set;
 import java.util.UUID;
 import javax.sql.DataSource;
 
@@ -31,8 +33,37 @@ final class Jdbc {
                 throw e;
             }
         } catch (SQLException e) {
-            throw new LeaseStoreException(operation, subject, e);
+            throw failure(operation, subject, e);
         }
+    }
+
+    /** Missing table: PostgreSQL, MariaDB and H2 (SQLState, then H2's vendor code). */
+    private static final Set<String> UNDEFINED_TABLE = Set.of("42P01", "42S02", "42102", "42104");
+
+    /** Missing column (an older schema without a later migration). */
+    private static final Set<String> UNDEFINED_COLUMN = Set.of("42703", "42S22", "42122");
+
+    /**
+     * The exception for a failed statement: a missing table or column of the records is named with
+     * the migration that creates it (retrying will not help); anything else is a store failure.
+     */
+    static RuntimeException failure(String operation, String subject, SQLException e) {
+        for (Throwable t = e; t != null; t = t.getCause()) {
+            if (t instanceof SQLException sql) {
+                String state = sql.getSQLState();
+                String code = String.valueOf(sql.getErrorCode());
+                String message = String.valueOf(sql.getMessage()).toLowerCase(Locale.ROOT);
+                String table = message.contains("leasehold_effect") ? "leasehold_effect" : "leasehold_request";
+                if (UNDEFINED_TABLE.contains(state) || UNDEFINED_TABLE.contains(code) || "1146".equals(code)) {
+                    return new IdempotencySchemaMissingException(table, null, e);
+                }
+                if (UNDEFINED_COLUMN.contains(state) || UNDEFINED_COLUMN.contains(code) || "1054".equals(code)) {
+                    return new IdempotencySchemaMissingException(
+                            table, IdempotencySchemaMissingException.LATEST_MIGRATION, e);
+                }
+            }
+        }
+        return new LeaseStoreException(operation, subject, e);
     }
 
     /** Runs one UPDATE with the arguments in order, in its own transaction; returns the row count. */
@@ -74,17 +105,25 @@ final class Jdbc {
                 throw e;
             }
         } catch (SQLException e) {
-            throw new LeaseStoreException(operation, subject, e);
+            throw failure(operation, subject, e);
         }
     }
 
-    /** A unique-key violation: someone else created the row first (S1.4, S1.13). */
+    /**
+     * A unique-key violation, and only that: someone else created the row first (S1.4, S1.13).
+     * PostgreSQL and H2 say 23505; MariaDB says 23000 for every integrity error, so there its error
+     * code decides (1062 duplicate entry, 1586 duplicate entry for a named key). NOT NULL, foreign
+     * key and CHECK violations are other 23xxx states: they are errors, not twins.
+     */
     static boolean isDuplicateKey(SQLException e) {
         for (Throwable t = e; t != null; t = t.getCause()) {
-            if (t instanceof SQLException sql
-                    && sql.getSQLState() != null
-                    && sql.getSQLState().startsWith("23")) {
-                return true;
+            if (t instanceof SQLException sql) {
+                if ("23505".equals(sql.getSQLState())) {
+                    return true;
+                }
+                if ("23000".equals(sql.getSQLState()) && (sql.getErrorCode() == 1062 || sql.getErrorCode() == 1586)) {
+                    return true;
+                }
             }
         }
         return false;
@@ -96,6 +135,9 @@ final class Jdbc {
     }
 
     static String checkText(String name, String value, int max) {
+        if (value != null) {
+            Utf8.encode(value, name);
+        }
         if (value == null || value.isBlank()) {
             throw new IllegalArgumentException(name + " is missing or blank");
         }

@@ -1,13 +1,14 @@
 package dev.leasehold.idempotency;
 
-import dev.leasehold.LeaseStoreException;
 import dev.leasehold.jdbc.Database;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.sql.Types;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
@@ -27,29 +28,46 @@ import javax.sql.DataSource;
  *   SUCCESS ─────────────────────▶ Replay     (nothing changes)
  *   ERROR ──CAS on its token─────▶ PROCESSING  Claimed(RETRY), new token, fence + 1
  *   PROCESSING, heartbeat fresh ─▶ InProgress (nothing changes)
- *   PROCESSING, heartbeat stale ─CAS on its token + age─▶ PROCESSING  Claimed(TAKE_OVER), new token
- *   PROCESSING ──complete(token)─▶ SUCCESS     │ ──fail(token)─▶ ERROR
- *   PROCESSING ──giveBack(token)─▶ the status, token and heartbeat it had before the claim
+ *   PROCESSING, heartbeat stale ─CAS on its token + age─▶ PROCESSING  Claimed(TAKE_OVER), new token, fence + 1
+ *   PROCESSING ──complete(token, fence)─▶ SUCCESS     │ ──fail(token, fence)─▶ ERROR
+ *   PROCESSING ──giveBack(token, fence)─▶ every field it had before the claim
+ *   past retention, or PROCESSING without a heartbeat for abandonedAfter ──purgeExpired─▶ (deleted)
  * </pre>
  *
- * Every transition is one UPDATE that names the expected token, so a caller that does not own the
- * record can change nothing: a duplicate submit never disturbs the owner. Staleness is judged by
- * the database clock (B5). Thread-safe.
+ * Every transition is one UPDATE that names the expected token and fence, so a caller that does not
+ * own the record can change nothing: a duplicate submit never disturbs the owner. {@link
+ * #completeInTransaction} runs that UPDATE in the caller's own transaction, so the SUCCESS mark
+ * and the business write commit together or not at all, and a taken-over execution cannot commit
+ * either. Staleness is judged by the database clock (B5). Keys are checked by {@link
+ * IdempotencyKeys}. A missing table is reported as {@link IdempotencySchemaMissingException}.
+ * Thread-safe.
  */
 public final class RequestRecords {
 
-    private static final Pattern FINGERPRINT = Pattern.compile("[0-9a-f]{64}");
+    private static final Pattern FINGERPRINT = Pattern.compile("v1:[0-9a-f]{64}");
 
     private final DataSource dataSource;
     private final Database database;
     private final Duration staleAfter;
     private final Duration retention;
+    private final Duration abandonedAfter;
+    private final Duration heartbeatLockTimeout;
 
     private RequestRecords(Builder builder) {
         this.dataSource = builder.dataSource;
         this.database = builder.database != null ? builder.database : Database.detect(builder.dataSource);
         this.staleAfter = builder.staleAfter;
         this.retention = builder.retention;
+        this.abandonedAfter = builder.abandonedAfter != null
+                ? builder.abandonedAfter
+                : Collections.max(List.of(builder.retention, builder.staleAfter.multipliedBy(2)));
+        this.heartbeatLockTimeout = builder.heartbeatLockTimeout != null
+                ? builder.heartbeatLockTimeout
+                : clamp(builder.staleAfter.dividedBy(6), Duration.ofMillis(20), Duration.ofSeconds(2));
+    }
+
+    private static Duration clamp(Duration value, Duration min, Duration max) {
+        return value.compareTo(min) < 0 ? min : value.compareTo(max) > 0 ? max : value;
     }
 
     /** A builder over {@code dataSource}. */
@@ -62,6 +80,21 @@ public final class RequestRecords {
         return staleAfter;
     }
 
+    /** How long completed records are kept for replay. */
+    public Duration retention() {
+        return retention;
+    }
+
+    /** How long a PROCESSING record may go without a heartbeat before {@link #purgeExpired} deletes it. */
+    public Duration abandonedAfter() {
+        return abandonedAfter;
+    }
+
+    /** The database of the records. */
+    public Database database() {
+        return database;
+    }
+
     private String sql(String template) {
         return Statements.sql(template, database);
     }
@@ -70,15 +103,19 @@ public final class RequestRecords {
      * Finds or creates the record of a request and decides what the caller may do.
      *
      * @param scope whose key space this is (a chat session, tenant and caller), 1 to 128 characters
-     * @param clientKey the client's idempotency key, 1 to 255 characters
-     * @param fingerprint the SHA-256 (hex) of the canonical payload, see {@link CanonicalJson}
-     * @throws IllegalArgumentException naming a malformed argument
+     * @param clientKey the client's idempotency key, see {@link IdempotencyKeys#check}
+     * @param fingerprint {@code v1:} and the SHA-256 (hex) of the canonical payload, see {@link
+     *     CanonicalJson#fingerprint}
+     * @throws InvalidIdempotencyKeyException naming the rule a key breaks
+     * @throws IllegalArgumentException naming another malformed argument
      */
     public Claim begin(String scope, String clientKey, String fingerprint) {
         Jdbc.checkText("scope", scope, 128);
-        Jdbc.checkText("client key", clientKey, 255);
+        IdempotencyKeys.check(clientKey);
         if (fingerprint == null || !FINGERPRINT.matcher(fingerprint).matches()) {
-            throw new IllegalArgumentException("fingerprint must be 64 lower-case hex characters (SHA-256)");
+            throw new IllegalArgumentException(
+                    "fingerprint must be 'v1:' and 64 lower-case hex characters (CanonicalJson.fingerprint), was "
+                            + fingerprint);
         }
         for (int attempt = 0; attempt < 5; attempt++) {
             Optional<Row> found = read(scope, clientKey);
@@ -92,16 +129,16 @@ public final class RequestRecords {
                 continue; // a twin created it first: read the winner
             }
             Row row = found.get();
-            if (!row.fingerprint.equals(fingerprint)) {
+            if (!sameFingerprint(row.fingerprint, fingerprint)) {
                 return new Claim.Mismatch(row.id);
             }
             switch (row.status) {
                 case "SUCCESS" -> {
-                    return new Claim.Replay(row.id, new StoredResponse(row.responseCode, row.responseBody));
+                    return new Claim.Replay(row.id, row.response());
                 }
                 case "ERROR" -> {
                     String token = Jdbc.newId();
-                    if (update(row.id, RECLAIM, token, row.id, row.token) == 1) {
+                    if (update(row.id, Statements.RECLAIM_ERROR, token, row.id, row.token, row.fence) == 1) {
                         return claimed(row, scope, clientKey, token, Claim.Kind.RETRY);
                     }
                 }
@@ -110,7 +147,15 @@ public final class RequestRecords {
                         return new Claim.InProgress(row.id);
                     }
                     String token = Jdbc.newId();
-                    if (update(row.id, TAKE_OVER, token, row.id, row.token, staleAfter.toMillis()) == 1) {
+                    if (update(
+                                    row.id,
+                                    Statements.TAKE_OVER_REQUEST,
+                                    token,
+                                    row.id,
+                                    row.token,
+                                    row.fence,
+                                    staleAfter.toMillis())
+                            == 1) {
                         return claimed(row, scope, clientKey, token, Claim.Kind.TAKE_OVER);
                     }
                 }
@@ -121,47 +166,135 @@ public final class RequestRecords {
         return new Claim.InProgress(read(scope, clientKey).map(r -> r.id).orElse("unknown"));
     }
 
+    /** Equal, or a record stored before fingerprints had a version: its hash is the v1 hash. */
+    private static boolean sameFingerprint(String stored, String given) {
+        return stored.equals(given) || ("v1:" + stored).equals(given);
+    }
+
     private static Claim.Claimed claimed(Row row, String scope, String clientKey, String token, Claim.Kind kind) {
         return new Claim.Claimed(new RequestHandle(
-                row.id, scope, clientKey, token, row.fence + 1, kind, row.status, row.token, row.updatedAtMs));
+                row.id,
+                scope,
+                clientKey,
+                token,
+                row.fence + 1,
+                kind,
+                row.status,
+                row.token,
+                row.updatedAtMs,
+                row.errorMessage,
+                row.expiresAtMs));
     }
 
     /**
-     * Refreshes the heartbeat of a claimed record.
+     * Refreshes the heartbeat of a claimed record. The UPDATE waits at most a short lock timeout
+     * (a sixth of the stale threshold, 20 ms to 2 s, see {@link Builder#heartbeatLockTimeout}) for
+     * a row lock, so a heartbeat never hangs behind a long transaction.
      *
      * @return false if the record is no longer this claimant's (taken over, completed)
+     * @throws dev.leasehold.LeaseStoreException if the database failed or the lock wait timed out
      */
     public boolean heartbeat(RequestHandle handle) {
-        return update(handle.id(), HEARTBEAT, handle.id(), handle.token()) == 1;
+        return Jdbc.autoCommit(dataSource, "heartbeat of request", handle.id(), c -> {
+            boolean autoCommit = c.getAutoCommit();
+            String previousH2 = null;
+            try {
+                c.setAutoCommit(false);
+                previousH2 = LockTimeouts.apply(c, database, heartbeatLockTimeout);
+                int updated;
+                try (PreparedStatement s = c.prepareStatement(
+                        LockTimeouts.statement(database, heartbeatLockTimeout, sql(Statements.HEARTBEAT_REQUEST)))) {
+                    s.setQueryTimeout(LockTimeouts.querySeconds(heartbeatLockTimeout));
+                    s.setString(1, handle.id());
+                    s.setString(2, handle.token());
+                    s.setLong(3, handle.fence());
+                    updated = s.executeUpdate();
+                }
+                c.commit();
+                return updated == 1;
+            } catch (SQLException | RuntimeException e) {
+                c.rollback();
+                throw e;
+            } finally {
+                LockTimeouts.restore(c, database, previousH2);
+                c.setAutoCommit(autoCommit);
+            }
+        });
     }
 
     /**
-     * Marks the request SUCCESS with the response every later submit will get.
+     * Marks the request SUCCESS with the response every later submit will get, in a transaction of
+     * its own. The work's writes are not in that transaction: prefer {@link #completeInTransaction}.
      *
      * @throws IdempotencyConflictException (TAKEN_OVER) if the record is no longer this claimant's
      */
     public void complete(RequestHandle handle, StoredResponse response) {
         Objects.requireNonNull(response, "response is missing (null)");
-        int updated = Jdbc.autoCommit(dataSource, "complete request", handle.id(), c -> {
-            try (PreparedStatement s = c.prepareStatement(sql(Statements.COMPLETE_REQUEST))) {
-                s.setInt(1, response.status());
-                s.setString(2, response.body());
-                s.setLong(3, retention.toMillis());
-                s.setString(4, handle.id());
-                s.setString(5, handle.token());
-                return s.executeUpdate();
-            }
-        });
+        int updated =
+                Jdbc.autoCommit(dataSource, "complete request", handle.id(), c -> markSuccess(c, handle, response));
         if (updated != 1) {
-            throw new IdempotencyConflictException(
-                    IdempotencyConflictException.Reason.TAKEN_OVER,
-                    "request " + handle.clientKey()
-                            + " was taken over by another execution; its result was not stored");
+            throw takenOver(handle);
         }
     }
 
     /**
-     * Marks the request ERROR, so a later submit of the same key retries it.
+     * Marks the request SUCCESS with {@code response} in the caller's open transaction on {@code
+     * transaction}: the mark commits or rolls back with the caller's business write, and the UPDATE
+     * names this claim's token and fence, so an execution whose claim was taken over changes nothing
+     * here, and must roll back its write. Neither commits nor closes the connection. The row stays
+     * locked until the transaction ends: run this last, just before the commit.
+     *
+     * @throws IdempotencyConflictException (TAKEN_OVER) if the record is no longer this claimant's:
+     *     roll back
+     * @throws IllegalStateException if the connection is in autocommit mode
+     */
+    public void completeInTransaction(Connection transaction, RequestHandle handle, StoredResponse response) {
+        Objects.requireNonNull(transaction, "transaction is missing (null)");
+        Objects.requireNonNull(handle, "handle is missing (null)");
+        Objects.requireNonNull(response, "response is missing (null)");
+        int updated;
+        try {
+            if (transaction.getAutoCommit()) {
+                throw new IllegalStateException("completeInTransaction needs an open transaction (autocommit off),"
+                        + " so that the SUCCESS mark commits with the business write");
+            }
+            updated = markSuccess(transaction, handle, response);
+        } catch (SQLException e) {
+            throw Jdbc.failure("complete request", handle.id(), e);
+        }
+        if (updated != 1) {
+            throw takenOver(handle);
+        }
+    }
+
+    private int markSuccess(Connection c, RequestHandle handle, StoredResponse response) throws SQLException {
+        try (PreparedStatement s = c.prepareStatement(sql(Statements.COMPLETE_REQUEST))) {
+            s.setInt(1, response.status());
+            byte[] body = response.bodyBytes();
+            if (body == null) {
+                s.setNull(2, Types.VARBINARY);
+            } else {
+                s.setBytes(2, body);
+            }
+            s.setString(3, response.contentType());
+            s.setString(4, ResponseHeaders.encode(response.headers()));
+            s.setLong(5, retention.toMillis());
+            s.setString(6, handle.id());
+            s.setString(7, handle.token());
+            s.setLong(8, handle.fence());
+            return s.executeUpdate();
+        }
+    }
+
+    private static IdempotencyConflictException takenOver(RequestHandle handle) {
+        return new IdempotencyConflictException(
+                IdempotencyConflictException.Reason.TAKEN_OVER,
+                "request " + handle.clientKey() + " was taken over by another execution; its result was not stored");
+    }
+
+    /**
+     * Marks the request ERROR, so a later submit of the same key retries it. Only for work that
+     * committed nothing.
      *
      * @return false if the record is no longer this claimant's (then nothing changed)
      */
@@ -172,15 +305,17 @@ public final class RequestRecords {
                 s.setLong(2, retention.toMillis());
                 s.setString(3, handle.id());
                 s.setString(4, handle.token());
+                s.setLong(5, handle.fence());
                 return s.executeUpdate() == 1;
             }
         });
     }
 
     /**
-     * Undoes a claim that cannot go ahead (S1.6): a retry or take-over gets back the status, token and
-     * heartbeat it had, so its real owner is not disturbed; a new record is marked ERROR so that a
-     * resubmit can retry it.
+     * Undoes a claim that cannot go ahead (S1.6), before its work wrote anything: a retry or
+     * take-over gets back every field the claim changed (status, token, fence, heartbeat, error
+     * text, expiry), so its real owner is not disturbed and the record stays purgeable; a new record
+     * is marked ERROR so that a resubmit can retry it.
      *
      * @return false if the record is no longer this claimant's
      */
@@ -193,8 +328,15 @@ public final class RequestRecords {
                 s.setString(1, handle.previousStatus());
                 s.setString(2, handle.previousToken());
                 s.setLong(3, handle.previousUpdatedAtMs());
-                s.setString(4, handle.id());
-                s.setString(5, handle.token());
+                s.setString(4, handle.previousErrorMessage());
+                if (handle.previousExpiresAtMs() == null) {
+                    s.setNull(5, Types.BIGINT);
+                } else {
+                    s.setLong(5, handle.previousExpiresAtMs());
+                }
+                s.setString(6, handle.id());
+                s.setString(7, handle.token());
+                s.setLong(8, handle.fence());
                 return s.executeUpdate() == 1;
             }
         });
@@ -207,14 +349,15 @@ public final class RequestRecords {
                         r.id,
                         r.status,
                         r.fence,
-                        r.status.equals("SUCCESS") ? new StoredResponse(r.responseCode, r.responseBody) : null,
+                        r.status.equals("SUCCESS") ? r.response() : null,
                         r.errorMessage,
                         Duration.ofMillis(Math.max(0, r.ageMs))));
     }
 
     /**
-     * Deletes at most {@code limit} completed records past their retention, with their side effects.
-     * PROCESSING records are never touched.
+     * Deletes at most {@code limit} records, with their side effects: completed ones past their
+     * retention, and PROCESSING ones whose heartbeat stopped longer than {@link #abandonedAfter()}
+     * ago (their execution crashed). A live PROCESSING record is never touched.
      *
      * @return how many requests were deleted
      */
@@ -225,7 +368,8 @@ public final class RequestRecords {
         List<String> ids = Jdbc.autoCommit(dataSource, "find expired requests", "(all)", c -> {
             List<String> found = new ArrayList<>();
             try (PreparedStatement s = c.prepareStatement(sql(Statements.EXPIRED_REQUESTS))) {
-                s.setInt(1, limit);
+                s.setLong(1, abandonedAfter.toMillis());
+                s.setInt(2, limit);
                 try (ResultSet rs = s.executeQuery()) {
                     while (rs.next()) {
                         found.add(rs.getString(1));
@@ -241,6 +385,22 @@ public final class RequestRecords {
         return deleted;
     }
 
+    /** How many records there are, how many PROCESSING, and the oldest PROCESSING heartbeat's age (gauges). */
+    public RecordStats stats() {
+        return Jdbc.autoCommit(dataSource, "count requests", "(all)", c -> {
+            try (PreparedStatement s = c.prepareStatement(sql(Statements.REQUEST_STATS));
+                    ResultSet rs = s.executeQuery()) {
+                rs.next();
+                long oldest = rs.getLong(3);
+                boolean none = rs.wasNull();
+                return new RecordStats(
+                        rs.getLong(1),
+                        rs.getLong(2),
+                        none ? Optional.empty() : Optional.of(Duration.ofMillis(Math.max(0, oldest))));
+            }
+        });
+    }
+
     private int purge(String id) {
         try (Connection c = dataSource.getConnection()) {
             boolean autoCommit = c.getAutoCommit();
@@ -248,6 +408,7 @@ public final class RequestRecords {
             try (PreparedStatement request = c.prepareStatement(sql(Statements.DELETE_REQUEST));
                     PreparedStatement effects = c.prepareStatement(Statements.DELETE_EFFECTS_OF)) {
                 request.setString(1, id);
+                request.setLong(2, abandonedAfter.toMillis());
                 int deleted = request.executeUpdate();
                 if (deleted == 1) {
                     effects.setString(1, id);
@@ -262,15 +423,11 @@ public final class RequestRecords {
                 c.setAutoCommit(autoCommit);
             }
         } catch (SQLException e) {
-            throw new LeaseStoreException("purge request", id, e);
+            throw Jdbc.failure("purge request", id, e);
         }
     }
 
     // ---------------------------------------------------------------- statements
-
-    private static final String RECLAIM = Statements.RECLAIM_ERROR;
-    private static final String TAKE_OVER = Statements.TAKE_OVER_REQUEST;
-    private static final String HEARTBEAT = Statements.HEARTBEAT_REQUEST;
 
     private int update(String requestId, String template, Object... args) {
         return Jdbc.update(dataSource, "update request", requestId, sql(template), args);
@@ -299,7 +456,19 @@ public final class RequestRecords {
             String responseBody,
             String errorMessage,
             long updatedAtMs,
-            long ageMs) {}
+            long ageMs,
+            Long expiresAtMs,
+            byte[] responseBytes,
+            String contentType,
+            String headers) {
+
+        StoredResponse response() {
+            if (responseBody != null && responseBytes == null) {
+                return new StoredResponse(responseCode, responseBody); // stored before exact responses
+            }
+            return StoredResponse.of(responseCode, contentType, ResponseHeaders.decode(headers), responseBytes);
+        }
+    }
 
     private Optional<Row> read(String scope, String clientKey) {
         return Jdbc.autoCommit(dataSource, "read request", scope + "/" + clientKey, c -> {
@@ -310,6 +479,8 @@ public final class RequestRecords {
                     if (!rs.next()) {
                         return Optional.empty();
                     }
+                    long expires = rs.getLong(11);
+                    Long expiresAt = rs.wasNull() ? null : expires;
                     return Optional.of(new Row(
                             rs.getString(1),
                             rs.getString(2),
@@ -320,7 +491,11 @@ public final class RequestRecords {
                             rs.getString(7),
                             rs.getString(8),
                             rs.getLong(9),
-                            rs.getLong(10)));
+                            rs.getLong(10),
+                            expiresAt,
+                            rs.getBytes(12),
+                            rs.getString(13),
+                            rs.getString(14)));
                 }
             }
         });
@@ -332,6 +507,8 @@ public final class RequestRecords {
         private Database database;
         private Duration staleAfter = Duration.ofMinutes(5);
         private Duration retention = Duration.ofDays(1);
+        private Duration abandonedAfter;
+        private Duration heartbeatLockTimeout;
 
         private Builder(DataSource dataSource) {
             this.dataSource = Objects.requireNonNull(dataSource, "dataSource is missing (null)");
@@ -358,16 +535,44 @@ public final class RequestRecords {
 
         /** How long completed records are kept for replay before {@link #purgeExpired} may delete them (default 1 day). */
         public Builder retention(Duration retention) {
-            Objects.requireNonNull(retention, "retention is missing (null)");
-            if (retention.isNegative() || retention.isZero()) {
-                throw new IllegalArgumentException("retention must be > 0, was " + retention);
-            }
-            this.retention = retention;
+            this.retention = positive("retention", retention);
             return this;
+        }
+
+        /**
+         * How long a PROCESSING record may go without a heartbeat before {@link #purgeExpired}
+         * deletes it as abandoned by a crashed execution (default: the retention, and at least twice
+         * the stale threshold). Must exceed the stale threshold.
+         */
+        public Builder abandonedAfter(Duration abandonedAfter) {
+            this.abandonedAfter = positive("abandonedAfter", abandonedAfter);
+            return this;
+        }
+
+        /**
+         * How long a heartbeat waits for a row lock before it gives up and counts as failed (default a
+         * sixth of the stale threshold, 20 ms to 2 s). On MariaDB the wait is whole seconds: under 1 s
+         * it does not wait.
+         */
+        public Builder heartbeatLockTimeout(Duration timeout) {
+            this.heartbeatLockTimeout = positive("heartbeatLockTimeout", timeout);
+            return this;
+        }
+
+        private static Duration positive(String name, Duration value) {
+            Objects.requireNonNull(value, name + " is missing (null)");
+            if (value.isNegative() || value.isZero()) {
+                throw new IllegalArgumentException(name + " must be > 0, was " + value);
+            }
+            return value;
         }
 
         /** The records. */
         public RequestRecords build() {
+            if (abandonedAfter != null && abandonedAfter.compareTo(staleAfter) <= 0) {
+                throw new IllegalArgumentException("abandonedAfter (" + abandonedAfter
+                        + ") must be longer than staleAfter (" + staleAfter + "), or live requests would be purged");
+            }
             return new RequestRecords(this);
         }
     }

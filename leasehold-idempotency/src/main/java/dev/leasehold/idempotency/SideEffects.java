@@ -1,8 +1,6 @@
 package dev.leasehold.idempotency;
 
-import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import dev.leasehold.LeaseStoreException;
 import dev.leasehold.jdbc.Database;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -31,24 +29,27 @@ import javax.sql.DataSource;
  *   <li>PROCESSING and fresh: refuse with {@link IdempotencyConflictException} (EFFECT_IN_PROGRESS).
  * </ol>
  *
- * Running happens in ONE transaction: touch the request row under the caller's token (so a
- * request that was taken over cannot commit effects, and the row stays locked until commit), run
- * the effect on the transaction's connection, mark the effect SUCCESS with its JSON result and
- * business id under the claim's token, commit. A crash anywhere before the commit leaves neither
- * the write nor the mark; after it, both. Thread-safe.
+ * Running happens in ONE transaction: check (reading, without a lock) that the caller still owns
+ * the request, run the effect on the transaction's connection, mark the effect SUCCESS with its
+ * JSON result and business id under the claim's token, and last touch the request row under the
+ * caller's token and fence (so a request that was taken over cannot commit effects), commit. The
+ * request row is locked only from that touch to the commit, so the request's own heartbeat is not
+ * held up by a long effect. A crash anywhere before the commit leaves neither the write nor the
+ * mark; after it, both. Results are stored as JSON by the {@link JsonCodec} given to the builder
+ * (the application's mapper). Thread-safe.
  */
 public final class SideEffects {
 
     private final DataSource dataSource;
     private final Database database;
     private final Duration staleAfter;
-    private final ObjectMapper mapper;
+    private final JsonCodec codec;
 
-    private SideEffects(Builder builder) {
+    private SideEffects(Builder builder, JsonCodec codec) {
         this.dataSource = builder.dataSource;
         this.database = builder.database != null ? builder.database : Database.detect(builder.dataSource);
         this.staleAfter = builder.staleAfter;
-        this.mapper = builder.mapper;
+        this.codec = codec;
     }
 
     /** A builder over {@code dataSource}. */
@@ -97,9 +98,10 @@ public final class SideEffects {
         Objects.requireNonNull(effect, "effect is missing (null)");
         Objects.requireNonNull(businessId, "businessId is missing (null)");
         String hash = CanonicalJson.fingerprint(argumentsJson);
+        String legacyHash = hash.substring(hash.indexOf(':') + 1); // stored before hashes had a version
 
         for (int attempt = 0; attempt < 5; attempt++) {
-            Optional<EffectRow> found = read(request.id(), effectName, hash);
+            Optional<EffectRow> found = read(request.id(), effectName, hash, legacyHash);
             String token = Jdbc.newId();
             if (found.isEmpty()) {
                 String id = Jdbc.newId();
@@ -150,7 +152,7 @@ public final class SideEffects {
             boolean autoCommit = c.getAutoCommit();
             c.setAutoCommit(false);
             try {
-                if (!touch(c, Statements.ASSERT_REQUEST_OWNER, request.id(), request.token())) {
+                if (!owned(c, request)) {
                     c.rollback();
                     markError(effectId, token, "request taken over before the effect ran");
                     throw new IdempotencyConflictException(
@@ -160,7 +162,7 @@ public final class SideEffects {
                 }
                 T result = effect.apply(c);
                 String id = result == null ? null : businessId.apply(result);
-                String json = mapper.writeValueAsString(result);
+                String json = codec.write(result);
                 try (PreparedStatement mark = c.prepareStatement(sql(Statements.MARK_EFFECT_SUCCESS))) {
                     mark.setString(1, json);
                     mark.setString(2, Jdbc.truncate(id, 128));
@@ -172,6 +174,14 @@ public final class SideEffects {
                                 IdempotencyConflictException.Reason.TAKEN_OVER,
                                 "side effect " + effectName + " was taken over by another execution; rolled back");
                     }
+                }
+                if (!touch(c, request)) {
+                    c.rollback();
+                    markError(effectId, token, "request taken over while the effect ran");
+                    throw new IdempotencyConflictException(
+                            IdempotencyConflictException.Reason.TAKEN_OVER,
+                            "request " + request.clientKey() + " was taken over by another execution while "
+                                    + effectName + " ran; rolled back");
                 }
                 c.commit();
                 return new EffectResult<>(result, id, false);
@@ -199,7 +209,7 @@ public final class SideEffects {
             throw runtime;
         }
         if (failure instanceof SQLException sql) {
-            throw new LeaseStoreException("side effect " + effectName, request.id(), sql);
+            throw Jdbc.failure("side effect " + effectName, request.id(), sql);
         }
         throw new SideEffectFailedException(effectName, failure);
     }
@@ -214,10 +224,22 @@ public final class SideEffects {
         }
     }
 
-    private boolean touch(Connection c, String template, String id, String token) throws SQLException {
-        try (PreparedStatement s = c.prepareStatement(sql(template))) {
-            s.setString(1, id);
-            s.setString(2, token);
+    private boolean owned(Connection c, RequestHandle request) throws SQLException {
+        try (PreparedStatement s = c.prepareStatement(Statements.OWNED_REQUEST)) {
+            s.setString(1, request.id());
+            s.setString(2, request.token());
+            s.setLong(3, request.fence());
+            try (ResultSet rs = s.executeQuery()) {
+                return rs.next();
+            }
+        }
+    }
+
+    private boolean touch(Connection c, RequestHandle request) throws SQLException {
+        try (PreparedStatement s = c.prepareStatement(sql(Statements.ASSERT_REQUEST_OWNER))) {
+            s.setString(1, request.id());
+            s.setString(2, request.token());
+            s.setLong(3, request.fence());
             return s.executeUpdate() == 1;
         }
     }
@@ -228,11 +250,10 @@ public final class SideEffects {
 
     private <T> T readResult(String json, Class<T> type, String effectName) {
         try {
-            return json == null ? null : mapper.readValue(json, type);
-        } catch (JsonProcessingException e) {
+            return json == null ? null : codec.read(json, type);
+        } catch (Exception e) {
             throw new IllegalStateException(
-                    "stored result of " + effectName + " cannot be read as " + type.getName() + ": "
-                            + e.getOriginalMessage(),
+                    "stored result of " + effectName + " cannot be read as " + type.getName() + ": " + e.getMessage(),
                     e);
         }
     }
@@ -275,12 +296,13 @@ public final class SideEffects {
     private record EffectRow(
             String id, String status, String token, String resultJson, String businessId, long ageMs) {}
 
-    private Optional<EffectRow> read(String requestId, String name, String hash) {
+    private Optional<EffectRow> read(String requestId, String name, String hash, String legacyHash) {
         return Jdbc.autoCommit(dataSource, "read side effect " + name, requestId, c -> {
             try (PreparedStatement s = c.prepareStatement(sql(Statements.FIND_EFFECT))) {
                 s.setString(1, requestId);
                 s.setString(2, name);
                 s.setString(3, hash);
+                s.setString(4, legacyHash);
                 try (ResultSet rs = s.executeQuery()) {
                     if (!rs.next()) {
                         return Optional.empty();
@@ -302,7 +324,7 @@ public final class SideEffects {
         private final DataSource dataSource;
         private Database database;
         private Duration staleAfter = Duration.ofMinutes(5);
-        private ObjectMapper mapper = new ObjectMapper();
+        private JsonCodec codec;
 
         private Builder(DataSource dataSource) {
             this.dataSource = Objects.requireNonNull(dataSource, "dataSource is missing (null)");
@@ -324,15 +346,35 @@ public final class SideEffects {
             return this;
         }
 
-        /** The mapper that stores and reads results (default: a plain {@link ObjectMapper}). */
-        public Builder objectMapper(ObjectMapper mapper) {
-            this.mapper = Objects.requireNonNull(mapper, "mapper is missing (null)");
+        /**
+         * How results are written and read as JSON: the application's own mapper (for example a
+         * Jackson 3 {@code JsonMapper} under Spring Boot 4).
+         */
+        public Builder codec(JsonCodec codec) {
+            this.codec = Objects.requireNonNull(codec, "codec is missing (null)");
             return this;
         }
 
-        /** The side-effect records. */
+        /** Results through a Jackson 2 mapper (Jackson 2 must then be on the class path). */
+        public Builder objectMapper(ObjectMapper mapper) {
+            return codec(new Jackson2Codec(Objects.requireNonNull(mapper, "mapper is missing (null)")));
+        }
+
+        /**
+         * The side-effect records.
+         *
+         * @throws IllegalStateException if no codec was given and Jackson 2 is not on the class path
+         */
         public SideEffects build() {
-            return new SideEffects(this);
+            JsonCodec chosen = codec;
+            if (chosen == null) {
+                if (!Jackson2Codec.present()) {
+                    throw new IllegalStateException("SideEffects needs a JSON codec for its results: give"
+                            + " codec(JsonCodec) over the application's mapper (Jackson 2 is not on the class path)");
+                }
+                chosen = Jackson2Codec.plain();
+            }
+            return new SideEffects(this, chosen);
         }
     }
 }

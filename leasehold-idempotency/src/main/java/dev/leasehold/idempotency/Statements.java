@@ -22,66 +22,94 @@ final class Statements {
     /* read: the request of (scope, client_key), with its age by the database clock. */
     static final String FIND_REQUEST = """
             SELECT id, fingerprint, status, lease_token, fence, response_code, response_body, error_message,
-                   updated_at_ms, {now} - updated_at_ms AS age_ms
+                   updated_at_ms, {now} - updated_at_ms AS age_ms, expires_at_ms, response_bytes,
+                   response_content_type, response_headers
               FROM leasehold_request WHERE scope = ? AND client_key = ?
             """;
 
-    /* retry: ERROR -> PROCESSING under a new token, only if still the ERROR record we read. */
+    /* retry: ERROR -> PROCESSING under a new token and fence, only if still the ERROR record we read. */
     static final String RECLAIM_ERROR = """
             UPDATE leasehold_request
                SET status = 'PROCESSING', lease_token = ?, fence = fence + 1, updated_at_ms = {now},
                    error_message = NULL, expires_at_ms = NULL
-             WHERE id = ? AND status = 'ERROR' AND lease_token = ?
+             WHERE id = ? AND status = 'ERROR' AND lease_token = ? AND fence = ?
             """;
 
     /* take-over: a PROCESSING record whose heartbeat is older than the stale threshold gets a new token. */
     static final String TAKE_OVER_REQUEST = """
             UPDATE leasehold_request
                SET lease_token = ?, fence = fence + 1, updated_at_ms = {now}
-             WHERE id = ? AND status = 'PROCESSING' AND lease_token = ? AND updated_at_ms <= {now} - ?
+             WHERE id = ? AND status = 'PROCESSING' AND lease_token = ? AND fence = ? AND updated_at_ms <= {now} - ?
             """;
 
-    /* give-back (S1.6): a claim that cannot proceed restores the previous status, token and heartbeat. */
+    /*
+     * give-back (S1.6): a claim that cannot proceed, and so wrote nothing under its fence, restores
+     * every field the claim changed: status, token, fence, heartbeat, error text, expiry.
+     */
     static final String GIVE_BACK_REQUEST = """
             UPDATE leasehold_request
-               SET status = ?, lease_token = ?, updated_at_ms = ?
-             WHERE id = ? AND status = 'PROCESSING' AND lease_token = ?
+               SET status = ?, lease_token = ?, fence = fence - 1, updated_at_ms = ?, error_message = ?,
+                   expires_at_ms = ?
+             WHERE id = ? AND status = 'PROCESSING' AND lease_token = ? AND fence = ?
             """;
 
-    /* heartbeat: only the owner, only while PROCESSING. */
+    /* heartbeat: only the owner (token and fence), only while PROCESSING. */
     static final String HEARTBEAT_REQUEST = """
             UPDATE leasehold_request SET updated_at_ms = {now}
-             WHERE id = ? AND status = 'PROCESSING' AND lease_token = ?
+             WHERE id = ? AND status = 'PROCESSING' AND lease_token = ? AND fence = ?
             """;
 
-    /* complete: PROCESSING -> SUCCESS with the response, only by the owner; kept for the retention time. */
+    /* ownership, read-only: is the request still PROCESSING under this token and fence? */
+    static final String OWNED_REQUEST = """
+            SELECT 1 FROM leasehold_request WHERE id = ? AND status = 'PROCESSING' AND lease_token = ? AND fence = ?
+            """;
+
+    /*
+     * complete: PROCESSING -> SUCCESS with the exact response, only by the owner (token and fence);
+     * kept for the retention time. Run in the business write's transaction, it is that write's fence.
+     */
     static final String COMPLETE_REQUEST = """
             UPDATE leasehold_request
-               SET status = 'SUCCESS', response_code = ?, response_body = ?, updated_at_ms = {now},
-                   expires_at_ms = {now} + ?
-             WHERE id = ? AND status = 'PROCESSING' AND lease_token = ?
+               SET status = 'SUCCESS', response_code = ?, response_body = NULL, response_bytes = ?,
+                   response_content_type = ?, response_headers = ?, updated_at_ms = {now}, expires_at_ms = {now} + ?
+             WHERE id = ? AND status = 'PROCESSING' AND lease_token = ? AND fence = ?
             """;
 
     /* fail: PROCESSING -> ERROR, only by the owner; a later submit of the same key retries. */
     static final String FAIL_REQUEST = """
             UPDATE leasehold_request
                SET status = 'ERROR', error_message = ?, updated_at_ms = {now}, expires_at_ms = {now} + ?
-             WHERE id = ? AND status = 'PROCESSING' AND lease_token = ?
+             WHERE id = ? AND status = 'PROCESSING' AND lease_token = ? AND fence = ?
             """;
 
-    /* purge, step 1: ids of completed requests past their retention (never PROCESSING ones). */
+    /*
+     * purge, step 1: ids of completed requests past their retention, and of PROCESSING ones whose
+     * heartbeat stopped longer ago than the abandonment bound (crashed executions).
+     */
     static final String EXPIRED_REQUESTS = """
             SELECT id FROM leasehold_request
-             WHERE status <> 'PROCESSING' AND expires_at_ms < {now}
-             ORDER BY expires_at_ms LIMIT ?
+             WHERE (status <> 'PROCESSING' AND expires_at_ms < {now})
+                OR (status = 'PROCESSING' AND updated_at_ms < {now} - ?)
+             ORDER BY updated_at_ms LIMIT ?
+            """;
+
+    /* gauges: how many records, how many PROCESSING, and the oldest PROCESSING heartbeat's age. */
+    static final String REQUEST_STATS = """
+            SELECT COUNT(*),
+                   COALESCE(SUM(CASE WHEN status = 'PROCESSING' THEN 1 ELSE 0 END), 0),
+                   {now} - MIN(CASE WHEN status = 'PROCESSING' THEN updated_at_ms END)
+              FROM leasehold_request
             """;
 
     /* purge, step 2: their side effects. */
     static final String DELETE_EFFECTS_OF = "DELETE FROM leasehold_effect WHERE request_id = ?";
 
-    /* purge, step 3: the request, checked again so one re-claimed meanwhile survives. */
+    /* purge, step 3: the request, checked again so one re-claimed or renewed meanwhile survives. */
     static final String DELETE_REQUEST = """
-            DELETE FROM leasehold_request WHERE id = ? AND status <> 'PROCESSING' AND expires_at_ms < {now}
+            DELETE FROM leasehold_request
+             WHERE id = ?
+               AND ((status <> 'PROCESSING' AND expires_at_ms < {now})
+                    OR (status = 'PROCESSING' AND updated_at_ms < {now} - ?))
             """;
 
     // ---------------------------------------------------------------- side effects
@@ -96,7 +124,7 @@ final class Statements {
     /* read: the effect of (request, name, arguments), with its age by the database clock. */
     static final String FIND_EFFECT = """
             SELECT id, status, lease_token, result_json, business_id, {now} - updated_at_ms AS age_ms
-              FROM leasehold_effect WHERE request_id = ? AND effect_name = ? AND arguments_hash = ?
+              FROM leasehold_effect WHERE request_id = ? AND effect_name = ? AND arguments_hash IN (?, ?)
             """;
 
     /* retry: ERROR -> PROCESSING under a new token, only if still the ERROR record we read. */
@@ -113,8 +141,9 @@ final class Statements {
             """;
 
     /*
-     * ownership, in the effect's transaction: touches the request only if the caller still owns it,
-     * and locks its row until the effect and its mark commit.
+     * ownership, at the end of the effect's transaction: touches the request only if the caller still
+     * owns it (token and fence), and locks its row for the short time until the effect and its mark
+     * commit; a take-over waits for that commit, then finds a fresh heartbeat.
      */
     static final String ASSERT_REQUEST_OWNER = HEARTBEAT_REQUEST;
 

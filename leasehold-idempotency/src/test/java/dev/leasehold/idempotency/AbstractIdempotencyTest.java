@@ -320,6 +320,218 @@ abstract class AbstractIdempotencyTest {
         assertThat(shortLived.heartbeat(running)).isTrue();
     }
 
+    // ------------------------------------------------------------------ exact responses, keys, schema
+
+    @Test
+    void storedResponseComesBackByteIdentical() {
+        byte[] body = {'{', '"', 'a', '"', ':', '3', '5', '.', '1', '0', '}', (byte) 0xFF, 0, (byte) 0xC3};
+        List<StoredResponse.Header> headers = List.of(
+                new StoredResponse.Header("Location", "/payments/p-1"),
+                new StoredResponse.Header("ETag", "\"v1\""),
+                new StoredResponse.Header("Set-Cookie", "a=1"),
+                new StoredResponse.Header("Set-Cookie", "b=2"),
+                new StoredResponse.Header("X-Note", "  spaces\tand: colons  "),
+                new StoredResponse.Header("X-Empty", ""));
+        StoredResponse response =
+                StoredResponse.of(201, "application/problem+json; charset=utf-8", headers, body);
+        RequestHandle handle = claim("exact-1", "{}");
+        records.complete(handle, response);
+
+        Claim replay = records.begin(scope, "exact-1", fingerprint("{}"));
+        assertThat(replay).isInstanceOfSatisfying(Claim.Replay.class, r -> {
+            assertThat(r.response()).isEqualTo(response);
+            assertThat(r.response().bodyBytes()).containsExactly(body);
+            assertThat(r.response().headers()).containsExactlyElementsOf(headers);
+            assertThat(r.response().contentType()).isEqualTo("application/problem+json; charset=utf-8");
+        });
+        RequestHandle empty = claim("exact-2", "{}");
+        records.complete(empty, StoredResponse.of(204, null, List.of(), null));
+        assertThat(((Claim.Replay) records.begin(scope, "exact-2", fingerprint("{}"))).response())
+                .isEqualTo(StoredResponse.of(204, null, List.of(), null));
+        assertThatThrownBy(() -> new StoredResponse.Header("X-Bad", "a\r\nInjected: 1"))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("CR, LF");
+    }
+
+    @Test
+    void responseStoredBeforeExactResponsesStillReplays() throws SQLException {
+        RequestHandle handle = claim("legacy-1", "{}");
+        try (Connection c = dataSource().getConnection();
+                PreparedStatement s = c.prepareStatement("UPDATE leasehold_request SET status = 'SUCCESS',"
+                        + " response_code = 200, response_body = ? WHERE id = ?")) {
+            s.setString(1, "{\"paid\":35}");
+            s.setString(2, handle.id());
+            s.executeUpdate();
+        }
+        assertThat(((Claim.Replay) records.begin(scope, "legacy-1", fingerprint("{}"))).response())
+                .isEqualTo(new StoredResponse(200, "{\"paid\":35}"));
+    }
+
+    @Test
+    void keyRulesAreCheckedInOnePlaceAndNameTheRule() {
+        assertThat(records.begin(scope, "k".repeat(IdempotencyKeys.MAX_LENGTH), fingerprint("{}")))
+                .isInstanceOf(Claim.Claimed.class);
+        Map<String, InvalidIdempotencyKeyException.Rule> bad = Map.of(
+                "k".repeat(256), InvalidIdempotencyKeyException.Rule.TOO_LONG,
+                "line\nbreak", InvalidIdempotencyKeyException.Rule.CONTROL_CHARACTER,
+                "nul\u0000", InvalidIdempotencyKeyException.Rule.CONTROL_CHARACTER,
+                "half\uD800", InvalidIdempotencyKeyException.Rule.CONTROL_CHARACTER,
+                "", InvalidIdempotencyKeyException.Rule.MISSING,
+                "  ", InvalidIdempotencyKeyException.Rule.MISSING);
+        bad.forEach((key, rule) -> {
+            assertThatThrownBy(() -> records.begin(scope, key, fingerprint("{}")))
+                    .isInstanceOfSatisfying(
+                            InvalidIdempotencyKeyException.class, e -> assertThat(e.rule()).isEqualTo(rule));
+            assertThatThrownBy(() -> IdempotencyKeys.check(key))
+                    .isInstanceOf(InvalidIdempotencyKeyException.class)
+                    .hasMessageContaining("idempotency key");
+        });
+        assertThatThrownBy(() -> IdempotencyKeys.check("k".repeat(256))).hasMessageContaining("at most 255");
+    }
+
+    @Test
+    void keysThatDifferOnlyInTrailingSpacesAreTwoKeys() {
+        RequestHandle plain = claim("K1", "{\"amount\":1}");
+        records.complete(plain, new StoredResponse(200, "first"));
+        assertThat(records.begin(scope, "K1 ", fingerprint("{\"amount\":2}")))
+                .as("'K1 ' is another key, not a reuse of 'K1'")
+                .isInstanceOf(Claim.Claimed.class);
+        assertThat(records.begin(scope, "k1", fingerprint("{\"amount\":3}")))
+                .as("case matters")
+                .isInstanceOf(Claim.Claimed.class);
+        assertThat(records.find(scope, "K1").orElseThrow().response().body()).isEqualTo("first");
+    }
+
+    @Test
+    void missingTableIsNamedWithItsMigration() throws SQLException {
+        String schema = "leasehold_no_tables";
+        try (Connection c = dataSource().getConnection();
+                Statement s = c.createStatement()) {
+            s.execute(database() == Database.MARIADB
+                    ? "CREATE DATABASE IF NOT EXISTS " + schema
+                    : "CREATE SCHEMA IF NOT EXISTS " + schema);
+        }
+        TestServices.JdbcEndpoint endpoint = endpoint();
+        HikariConfig config = new HikariConfig();
+        config.setJdbcUrl(endpoint.url());
+        config.setUsername(endpoint.user());
+        config.setPassword(endpoint.password());
+        config.setMaximumPoolSize(2);
+        config.setConnectionInitSql(switch (database()) {
+            case POSTGRESQL -> "SET search_path TO " + schema;
+            case MARIADB -> "USE " + schema;
+            case H2 -> "SET SCHEMA " + schema;
+        });
+        try (HikariDataSource empty = new HikariDataSource(config)) {
+            RequestRecords none = RequestRecords.builder(empty).database(database()).build();
+            assertThatThrownBy(() -> none.begin(scope, "k", fingerprint("{}")))
+                    .isInstanceOfSatisfying(IdempotencySchemaMissingException.class, e -> {
+                        assertThat(e.table()).isEqualTo("leasehold_request");
+                        assertThat(e.migration()).isEqualTo("V2__leasehold_idempotency.sql");
+                    })
+                    .hasMessageContaining("table leasehold_request does not exist")
+                    .hasMessageContaining("V2__leasehold_idempotency.sql")
+                    .hasMessageNotContaining("lease store");
+            assertThatThrownBy(() -> none.purgeExpired(10)).isInstanceOf(IdempotencySchemaMissingException.class);
+        }
+    }
+
+    @Test
+    void onlyUniqueViolationsCountAsAConcurrentTwin() throws SQLException {
+        String table = "leasehold_test_twins";
+        try (Connection c = dataSource().getConnection();
+                Statement s = c.createStatement()) {
+            s.execute("CREATE TABLE IF NOT EXISTS " + table + " (id VARCHAR(32) NOT NULL PRIMARY KEY,"
+                    + " note VARCHAR(10) NOT NULL, amount INT NOT NULL CHECK (amount > 0))");
+        }
+        String insert = "INSERT INTO " + table + " (id, note, amount) VALUES (?, ?, ?)";
+        String id = Jdbc.newId();
+        assertThat(Jdbc.insertUnlessDuplicate(dataSource(), "insert", id, insert, id, "a", 1)).isTrue();
+        assertThat(Jdbc.insertUnlessDuplicate(dataSource(), "insert", id, insert, id, "b", 2))
+                .as("a unique violation: a twin won")
+                .isFalse();
+        String other = Jdbc.newId();
+        assertThatThrownBy(() -> Jdbc.insertUnlessDuplicate(dataSource(), "insert", other, insert, other, null, 1))
+                .as("NOT NULL is an error, not a twin")
+                .isInstanceOf(LeaseStoreException.class);
+        assertThatThrownBy(() -> Jdbc.insertUnlessDuplicate(dataSource(), "insert", other, insert, other, "c", -1))
+                .as("CHECK is an error, not a twin")
+                .isInstanceOf(LeaseStoreException.class);
+    }
+
+    @Test
+    void fingerprintStoredBeforeVersionsStillMatches() throws SQLException {
+        RequestHandle handle = claim("legacy-fp", "{\"amount\":35}");
+        records.complete(handle, new StoredResponse(200, "paid"));
+        try (Connection c = dataSource().getConnection();
+                PreparedStatement s = c.prepareStatement("UPDATE leasehold_request SET fingerprint = ? WHERE id = ?")) {
+            s.setString(1, fingerprint("{\"amount\":35}").substring(3)); // as stored before the v1: prefix
+            s.setString(2, handle.id());
+            s.executeUpdate();
+        }
+        assertThat(records.begin(scope, "legacy-fp", fingerprint("{\"amount\":35.0}")))
+                .isInstanceOf(Claim.Replay.class);
+        assertThat(records.begin(scope, "legacy-fp", fingerprint("{\"amount\":36}")))
+                .isInstanceOf(Claim.Mismatch.class);
+    }
+
+    // ------------------------------------------------------------------ retention and give-back
+
+    @Test
+    void giveBackRestoresEveryFieldTheClaimChanged() throws SQLException {
+        RequestHandle first = claim("give-1", "{}");
+        assertThat(records.fail(first, "card network down")).isTrue();
+        Map<String, Object> failed = rawRequest(first.id());
+        assertThat(failed.get("expires")).as("an ERROR record expires").isNotNull();
+
+        RequestHandle retry = claim("give-1", "{}");
+        assertThat(retry.kind()).isEqualTo(Claim.Kind.RETRY);
+        assertThat(records.giveBack(retry, "session busy")).isTrue();
+        assertThat(rawRequest(first.id()))
+                .as("status, token, fence, heartbeat, error text and expiry as before the claim")
+                .isEqualTo(failed);
+    }
+
+    @Test
+    void purgeRemovesAbandonedProcessingRecordsButNotLiveOrRetainedOnes() throws SQLException {
+        RequestRecords purging = RequestRecords.builder(dataSource())
+                .database(database())
+                .staleAfter(stale)
+                .retention(Duration.ofHours(1))
+                .abandonedAfter(Duration.ofHours(1))
+                .build();
+        RequestHandle crashed = ((Claim.Claimed) purging.begin(scope, "crashed", fingerprint("{}"))).handle();
+        RequestHandle live = ((Claim.Claimed) purging.begin(scope, "live", fingerprint("{}"))).handle();
+        RequestHandle done = ((Claim.Claimed) purging.begin(scope, "done", fingerprint("{}"))).handle();
+        purging.complete(done, new StoredResponse(200, "kept for an hour"));
+        RequestHandle effectOfCrashed = crashed;
+        effects.runOnce(effectOfCrashed, "create_transaction", "{}", String.class, c -> "tx-1");
+        backdateHeartbeat(crashed.id(), Duration.ofHours(2));
+
+        RecordStats stats = purging.stats();
+        assertThat(stats.processing()).isGreaterThanOrEqualTo(2);
+        assertThat(stats.records()).isGreaterThanOrEqualTo(3);
+        assertThat(stats.oldestProcessingAge()).hasValueSatisfying(age -> assertThat(age)
+                .isGreaterThanOrEqualTo(Duration.ofMinutes(119)));
+
+        assertThat(purging.purgeExpired(10_000)).isGreaterThanOrEqualTo(1);
+        assertThat(purging.find(scope, "crashed")).as("abandoned PROCESSING record purged").isEmpty();
+        assertThat(effects.completed(crashed.id())).as("with its side effects").isEmpty();
+        assertThat(purging.find(scope, "live")).as("a live PROCESSING record stays").isPresent();
+        assertThat(purging.heartbeat(live)).isTrue();
+        assertThat(purging.find(scope, "done")).as("kept within its retention").isPresent();
+    }
+
+    private void backdateHeartbeat(String id, Duration age) throws SQLException {
+        try (Connection c = dataSource().getConnection();
+                PreparedStatement s = c.prepareStatement(
+                        "UPDATE leasehold_request SET updated_at_ms = updated_at_ms - ? WHERE id = ?")) {
+            s.setLong(1, age.toMillis());
+            s.setString(2, id);
+            s.executeUpdate();
+        }
+    }
+
     // ------------------------------------------------------------------ side effects
 
     @Test
@@ -495,8 +707,8 @@ abstract class AbstractIdempotencyTest {
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("JSON");
         assertThatThrownBy(() -> records.begin(scope, " ", fingerprint("{}")))
-                .isInstanceOf(IllegalArgumentException.class)
-                .hasMessageContaining("client key");
+                .isInstanceOf(InvalidIdempotencyKeyException.class)
+                .hasMessageContaining("idempotency key is missing");
         assertThatThrownBy(() -> records.begin(scope, "k", "not-a-hash"))
                 .isInstanceOf(IllegalArgumentException.class)
                 .hasMessageContaining("fingerprint");
@@ -505,7 +717,7 @@ abstract class AbstractIdempotencyTest {
 
     // ------------------------------------------------------------------ helpers
 
-    private static String book(Connection c, String requestId, long amount) throws SQLException {
+    static String book(Connection c, String requestId, long amount) throws SQLException {
         String id = "tx-" + UUID.randomUUID();
         try (PreparedStatement s =
                 c.prepareStatement("INSERT INTO leasehold_test_ledger (id, request_id, amount) VALUES (?, ?, ?)")) {
@@ -518,7 +730,11 @@ abstract class AbstractIdempotencyTest {
     }
 
     private int ledgerRows(String requestId) {
-        try (Connection c = dataSource().getConnection();
+        return ledgerRows(dataSource(), requestId);
+    }
+
+    static int ledgerRows(DataSource dataSource, String requestId) {
+        try (Connection c = dataSource.getConnection();
                 PreparedStatement s =
                         c.prepareStatement("SELECT COUNT(*) FROM leasehold_test_ledger WHERE request_id = ?")) {
             s.setString(1, requestId);
@@ -547,7 +763,8 @@ abstract class AbstractIdempotencyTest {
     private Map<String, Object> rawRequest(String id) throws SQLException {
         try (Connection c = dataSource().getConnection();
                 PreparedStatement s = c.prepareStatement(
-                        "SELECT status, lease_token, fence, updated_at_ms, error_message FROM leasehold_request WHERE id = ?")) {
+                        "SELECT status, lease_token, fence, updated_at_ms, error_message, expires_at_ms"
+                                + " FROM leasehold_request WHERE id = ?")) {
             s.setString(1, id);
             try (ResultSet rs = s.executeQuery()) {
                 assertThat(rs.next()).isTrue();
@@ -557,6 +774,7 @@ abstract class AbstractIdempotencyTest {
                 row.put("fence", rs.getLong(3));
                 row.put("updated", rs.getLong(4));
                 row.put("error", rs.getString(5));
+                row.put("expires", rs.getObject(6) == null ? null : rs.getLong(6));
                 return row;
             }
         }

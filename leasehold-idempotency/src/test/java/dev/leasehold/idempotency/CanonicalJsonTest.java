@@ -3,6 +3,7 @@ package dev.leasehold.idempotency;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import java.util.List;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -47,7 +48,8 @@ class CanonicalJsonTest {
     void sameMeaningSameFingerprint(String one, String other) {
         assertThat(CanonicalJson.fingerprint(one))
                 .isEqualTo(CanonicalJson.fingerprint(other))
-                .hasSize(64);
+                .startsWith("v1:")
+                .hasSize(67);
     }
 
     @ParameterizedTest(name = "{0} differs from {1}")
@@ -77,5 +79,41 @@ class CanonicalJsonTest {
     void nullIsRejected() {
         assertThatThrownBy(() -> CanonicalJson.canonicalize((String) null))
                 .isInstanceOf(IllegalArgumentException.class);
+    }
+
+    @org.junit.jupiter.api.Test
+    void unpairedSurrogatesAreRejectedNotHashedLikeAQuestionMark() {
+        for (String json : List.of("\"\\ud800\"", "\"\\udc00x\"", "{\"a\\ud83d\":1}", "\"\ud800\"")) {
+            assertThatThrownBy(() -> CanonicalJson.fingerprint(json))
+                    .as(json)
+                    .isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageContaining("unpaired surrogate");
+        }
+        assertThatThrownBy(() -> CanonicalJson.sha256("a\uD800b"))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("unpaired surrogate at index 1");
+        assertThat(CanonicalJson.fingerprint("\"\\ud83d\\ude00\""))
+                .as("a pair is one code point")
+                .isEqualTo(CanonicalJson.fingerprint("\"\uD83D\uDE00\""));
+    }
+
+    @org.junit.jupiter.api.Test
+    void fingerprintSaysWhichRulesMadeIt() {
+        assertThat(CanonicalJson.fingerprint("{}"))
+                .isEqualTo("v1:" + CanonicalJson.sha256("{}"))
+                .matches("v1:[0-9a-f]{64}");
+    }
+
+    /** Version 1 is the canonical text fingerprints had before they carried a version. */
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(
+            strings = {
+                "{\"b\":[1,2.50,-0.0,1e400,3E-3],\"a\":{\"z\":null,\"y\":true}}",
+                "\"tab\\t nl\\n cr\\r bs\\b ff\\f u\\u0001 \\u001f del\\u007f slash\\/ q\\\" bsl\\\\\"",
+                "[\"中午吃粉\",\"e\\u0301\",\"\\ud83d\\ude00\",\"\\u2028\"]",
+                "-12345678901234567.8900",
+            })
+    void versionOneTextIsTheTextBeforeVersions(String json) throws Exception {
+        assertThat(CanonicalJson.canonicalize(json)).isEqualTo(Jackson2Canonical.canonicalize(json));
     }
 }

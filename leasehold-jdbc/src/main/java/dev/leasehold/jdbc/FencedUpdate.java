@@ -1,23 +1,37 @@
 package dev.leasehold.jdbc;
 
 import dev.leasehold.Lease;
+import dev.leasehold.LockKey;
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.util.HexFormat;
 import java.util.Objects;
 import javax.sql.DataSource;
 
 /**
  * Guards writes with fences (feature B1): a write under a lease is applied only if no newer fence
- * was accepted for the same resource, so a holder that was paused past its lease cannot overwrite
+ * was accepted for the lease's key, so a holder that was paused past its lease cannot overwrite
  * what the next holder wrote.
  *
- * <p>How: in the transaction of the write, one upsert raises the resource's row in {@code
- * leasehold_fence} to {@code max(stored, fence)} and returns it. If it returns the caller's fence,
- * the write may go ahead; the row stays locked until the transaction ends, so a writer with a newer
- * fence waits and then goes ahead, and an older one is refused. Equal fences pass: one holder may
- * write several times. Thread-safe.
+ * <p>A fence is bound to its lock key: fences are compared only with fences of the same key (the
+ * row of {@code leasehold_fence} is named by {@link LockKey#render()}), so the rule is the same on
+ * every store, whether its fences count per key or globally. An equal fence is accepted again only
+ * from the owner it was first accepted from (the row keeps a SHA-256 digest of the owner token,
+ * never the token), so two holders that were somehow handed the same fence cannot both write.
+ *
+ * <p>How: in the transaction of the write, one upsert raises the key's row to the caller's fence
+ * if that is higher and returns the row. If it returns the caller's fence and owner, the write may
+ * go ahead; the row stays locked until the transaction ends, so a writer with a newer fence waits
+ * and then goes ahead, and an older one is refused. Thread-safe.
+ *
+ * <p>Tests: {@code AbstractJdbcLeaseStoreTest#pausedHolderLateWriteIsRejectedByTheFence},
+ * {@code #fenceIsBoundToTheLeasesKey}, {@code #equalFenceIsAcceptedOnlyFromTheSameOwner},
+ * {@code #failedCommitReportsTheRealCause}, on PostgreSQL, MariaDB and H2.
  */
 public final class FencedUpdate {
 
@@ -43,18 +57,156 @@ public final class FencedUpdate {
     }
 
     /**
-     * In the caller's transaction on {@code connection}: records {@code fence} for {@code resource}
-     * if it is not older than the newest accepted.
+     * In the caller's transaction on {@code connection}: records the lease's fence for its key if
+     * no newer fence was accepted, and no equal one from another owner.
      *
-     * @return whether the caller may write (its fence is the newest)
+     * @return whether the caller may write
      * @throws IllegalStateException if the connection is in autocommit mode: the check and the write
      *     must commit together
      */
-    public boolean tryAccept(Connection connection, String resource, long fence) throws SQLException {
-        return accept(connection, resource, fence) == fence;
+    public boolean tryAccept(Connection connection, Lease lease) throws SQLException {
+        Objects.requireNonNull(lease, "lease is missing (null)");
+        return tryAccept(connection, lease.key(), lease.ownerToken(), lease.fence());
     }
 
-    private long accept(Connection connection, String resource, long fence) throws SQLException {
+    /**
+     * As {@link #tryAccept(Connection, Lease)}, for a fence held outside a {@link Lease} (for
+     * example a claim whose store hands out the key, the owner token and the fence).
+     */
+    public boolean tryAccept(Connection connection, LockKey key, String ownerToken, long fence) throws SQLException {
+        Objects.requireNonNull(key, "key is missing (null)");
+        return accept(connection, key.render(), digest(ownerToken), fence).allows(fence, digest(ownerToken));
+    }
+
+    /**
+     * Records {@code fence} for a free-form resource, without an owner: an equal fence is then
+     * accepted again only from callers that give no owner either.
+     *
+     * @deprecated name the lease ({@link #tryAccept(Connection, Lease)}), so that the fence is
+     *     compared only with fences of its own key and an equal fence only from its own owner
+     */
+    @Deprecated(since = "0.1.0")
+    public boolean tryAccept(Connection connection, String resource, long fence) throws SQLException {
+        return accept(connection, resource, null, fence).allows(fence, null);
+    }
+
+    /**
+     * Runs {@code write} in a new transaction if the lease's fence is accepted for its key, and
+     * commits; rolls back on any failure.
+     *
+     * @throws StaleFenceException if a newer fence, or the same fence from another owner, was
+     *     accepted for the key (nothing is written)
+     * @throws SQLException if the database fails (nothing is written), with the database's own
+     *     cause; a failed commit says so
+     */
+    public <T> T run(Lease lease, SqlWork<T> write) throws SQLException {
+        Objects.requireNonNull(lease, "lease is missing (null)");
+        return run(lease.key(), lease.ownerToken(), lease.fence(), write);
+    }
+
+    /** As {@link #run(Lease, SqlWork)}, for a fence held outside a {@link Lease}. */
+    public <T> T run(LockKey key, String ownerToken, long fence, SqlWork<T> write) throws SQLException {
+        Objects.requireNonNull(key, "key is missing (null)");
+        return runChecked(key.render(), digest(ownerToken), fence, write);
+    }
+
+    /**
+     * As {@link #run(Lease, SqlWork)}, where {@code resource} must be the lease's key.
+     *
+     * @throws IllegalArgumentException if {@code resource} is not the lease's rendered key: a fence
+     *     means something only for the key it was granted on
+     * @deprecated use {@link #run(Lease, SqlWork)}
+     */
+    @Deprecated(since = "0.1.0")
+    public <T> T run(String resource, Lease lease, SqlWork<T> write) throws SQLException {
+        Objects.requireNonNull(lease, "lease is missing (null)");
+        if (!lease.key().render().equals(resource)) {
+            throw new IllegalArgumentException(
+                    "the fence of a lease on " + lease.key().render() + " guards that key only, not '" + resource
+                            + "': fences of different keys are not comparable");
+        }
+        return run(lease, write);
+    }
+
+    /**
+     * Runs {@code write} under {@code fence} for a free-form resource, without an owner.
+     *
+     * @deprecated use {@link #run(Lease, SqlWork)} or {@link #run(LockKey, String, long, SqlWork)}
+     */
+    @Deprecated(since = "0.1.0")
+    public <T> T run(String resource, long fence, SqlWork<T> write) throws SQLException {
+        return runChecked(resource, null, fence, write);
+    }
+
+    private <T> T runChecked(String resource, String digest, long fence, SqlWork<T> write) throws SQLException {
+        Objects.requireNonNull(write, "write is missing (null)");
+        checkArguments(resource, fence);
+        try (Connection connection = dataSource.getConnection()) {
+            boolean autoCommit = connection.getAutoCommit();
+            if (autoCommit) {
+                connection.setAutoCommit(false);
+            }
+            T result;
+            try {
+                Accepted newest = accept(connection, resource, digest, fence);
+                if (!newest.allows(fence, digest)) {
+                    throw new StaleFenceException(resource, fence, newest.fence());
+                }
+                result = write.run(connection);
+                commit(connection, resource);
+            } catch (SQLException | RuntimeException | Error e) {
+                rollbackQuietly(connection, e);
+                if (autoCommit) {
+                    restoreQuietly(connection, e);
+                }
+                throw e;
+            }
+            if (autoCommit) {
+                restoreQuietly(connection, null);
+            }
+            return result;
+        }
+    }
+
+    private static void commit(Connection connection, String resource) throws SQLException {
+        try {
+            connection.commit();
+        } catch (SQLException e) {
+            throw new SQLException(
+                    "the fenced write to " + resource + " failed to commit: " + e.getMessage(), e.getSQLState(), e);
+        }
+    }
+
+    private static void rollbackQuietly(Connection connection, Throwable failure) {
+        try {
+            if (!connection.isClosed()) {
+                connection.rollback();
+            }
+        } catch (SQLException e) {
+            failure.addSuppressed(e); // never in place of the cause: a broken connection fails here too
+        }
+    }
+
+    private static void restoreQuietly(Connection connection, Throwable failure) {
+        try {
+            if (!connection.isClosed()) {
+                connection.setAutoCommit(true);
+            }
+        } catch (SQLException e) {
+            if (failure != null) {
+                failure.addSuppressed(e);
+            }
+            // after a successful commit the write stands; the pool resets or discards the connection
+        }
+    }
+
+    private record Accepted(long fence, String digest) {
+        boolean allows(long mine, String myDigest) {
+            return fence == mine && Objects.equals(digest, myDigest);
+        }
+    }
+
+    private Accepted accept(Connection connection, String resource, String digest, long fence) throws SQLException {
         Objects.requireNonNull(connection, "connection is missing (null)");
         checkArguments(resource, fence);
         if (connection.getAutoCommit()) {
@@ -65,54 +217,27 @@ public final class FencedUpdate {
         try (PreparedStatement statement = connection.prepareStatement(dialect.acceptFence())) {
             statement.setString(1, resource);
             statement.setLong(2, fence);
+            statement.setString(3, digest);
             try (ResultSet row = statement.executeQuery()) {
                 if (!row.next()) {
                     throw new SQLException("the fence statement returned no row for " + resource);
                 }
-                return row.getLong(1);
+                return new Accepted(row.getLong(1), row.getString(2));
             }
         }
     }
 
-    /**
-     * Runs {@code write} in a new transaction if {@code fence} is accepted for {@code resource}, and
-     * commits; rolls back on any failure.
-     *
-     * @throws StaleFenceException if a newer fence was accepted (nothing is written)
-     * @throws SQLException if the database fails (nothing is written)
-     */
-    public <T> T run(String resource, long fence, SqlWork<T> write) throws SQLException {
-        Objects.requireNonNull(write, "write is missing (null)");
-        checkArguments(resource, fence);
-        try (Connection connection = dataSource.getConnection()) {
-            boolean autoCommit = connection.getAutoCommit();
-            connection.setAutoCommit(false);
-            try {
-                long newest = accept(connection, resource, fence);
-                if (newest != fence) {
-                    connection.rollback();
-                    throw new StaleFenceException(resource, fence, newest);
-                }
-                T result = write.run(connection);
-                connection.commit();
-                return result;
-            } catch (SQLException | RuntimeException e) {
-                try {
-                    connection.rollback();
-                } catch (SQLException rollback) {
-                    e.addSuppressed(rollback);
-                }
-                throw e;
-            } finally {
-                connection.setAutoCommit(autoCommit);
-            }
+    /** SHA-256 of the owner token, hex: what the fence row keeps instead of the secret token. */
+    static String digest(String ownerToken) {
+        if (ownerToken == null || ownerToken.isBlank()) {
+            throw new IllegalArgumentException("owner token is missing or blank");
         }
-    }
-
-    /** As {@link #run(String, long, SqlWork)}, with the lease's fence. */
-    public <T> T run(String resource, Lease lease, SqlWork<T> write) throws SQLException {
-        Objects.requireNonNull(lease, "lease is missing (null)");
-        return run(resource, lease.fence(), write);
+        try {
+            byte[] hash = MessageDigest.getInstance("SHA-256").digest(ownerToken.getBytes(StandardCharsets.UTF_8));
+            return HexFormat.of().formatHex(hash);
+        } catch (NoSuchAlgorithmException e) {
+            throw new IllegalStateException("SHA-256 is missing from this JVM", e);
+        }
     }
 
     private static void checkArguments(String resource, long fence) {

@@ -4,18 +4,22 @@ package dev.leasehold.jdbc;
 final class H2Dialect {
 
     /**
-     * Epoch ms by the database clock. EXTRACT(EPOCH ...) counts from the instant; DATEDIFF would count
-     * from the session's local time and shift with SET TIME ZONE.
+     * Epoch ms by the database clock at the start of the executing statement. H2's
+     * CURRENT_TIMESTAMP stays at the start of the transaction, so a statement late in a long
+     * transaction would read an old time; the session's statement start advances with every
+     * statement. EXTRACT(EPOCH ...) counts from the instant, so SET TIME ZONE changes nothing.
      */
-    static final String NOW = "CAST(EXTRACT(EPOCH FROM CURRENT_TIMESTAMP) * 1000 AS BIGINT)";
+    static final String NOW = "CAST(EXTRACT(EPOCH FROM (SELECT s.EXECUTING_STATEMENT_START FROM"
+            + " INFORMATION_SCHEMA.SESSIONS s WHERE s.SESSION_ID = SESSION_ID())) * 1000 AS BIGINT)";
 
     /*
      * acquire: grants lock_key to owner for lease_ms when the row
      *   - does not exist                           -> inserted, fence = now_ms * 1000
      *   - is free or expired (expires_at_ms <= now) -> taken over, fence + 1
      *   - is held by the same owner, unexpired      -> extended, fence kept
-     * and otherwise matches without updating, so FINAL TABLE returns nothing (busy). Two callers
-     * creating the same row at once: one fails on the primary key and runs the statement again.
+     * and otherwise leaves every column as it was, so FINAL TABLE returns the holder's row (busy,
+     * with its expiry). Two callers creating the same row at once: one fails on the primary key and
+     * runs the statement again.
      */
     private static final String ACQUIRE = """
             SELECT owner_token, fence, expires_at_ms, %1$s AS now_ms FROM FINAL TABLE (
@@ -23,11 +27,14 @@ final class H2Dialect {
               USING (VALUES (CAST(? AS VARCHAR(255)), CAST(? AS VARCHAR(128)), CAST(? AS BIGINT),
                              CAST(? AS VARCHAR(255)))) AS p(k, o, ms, h)
                  ON l.lock_key = p.k
-              WHEN MATCHED AND (l.expires_at_ms <= %1$s OR l.owner_token = p.o) THEN UPDATE SET
-                   fence = CASE WHEN l.owner_token = p.o AND l.expires_at_ms > %1$s THEN l.fence ELSE l.fence + 1 END,
-                   acquired_at_ms = CASE WHEN l.owner_token = p.o AND l.expires_at_ms > %1$s
-                                         THEN l.acquired_at_ms ELSE %1$s END,
-                   owner_token = p.o, expires_at_ms = %1$s + p.ms, holder = p.h
+              WHEN MATCHED THEN UPDATE SET
+                   fence = CASE WHEN l.expires_at_ms <= %1$s THEN l.fence + 1 ELSE l.fence END,
+                   acquired_at_ms = CASE WHEN l.expires_at_ms <= %1$s THEN %1$s ELSE l.acquired_at_ms END,
+                   holder = CASE WHEN l.expires_at_ms <= %1$s OR l.owner_token = p.o THEN p.h ELSE l.holder END,
+                   owner_token = CASE WHEN l.expires_at_ms <= %1$s OR l.owner_token = p.o
+                                      THEN p.o ELSE l.owner_token END,
+                   expires_at_ms = CASE WHEN l.expires_at_ms <= %1$s OR l.owner_token = p.o
+                                        THEN %1$s + p.ms ELSE l.expires_at_ms END
               WHEN NOT MATCHED THEN INSERT (lock_key, owner_token, fence, expires_at_ms, acquired_at_ms, holder)
                    VALUES (p.k, p.o, %1$s * 1000, %1$s + p.ms, %1$s, p.h))
             """.formatted(NOW);
@@ -44,13 +51,13 @@ final class H2Dialect {
 
     /* release: compare-and-free. Only the unexpired owner frees the row; the row and its fence stay. */
     private static final String RELEASE = """
-            UPDATE leasehold_lease SET owner_token = NULL, expires_at_ms = 0
+            UPDATE leasehold_lease SET owner_token = NULL, expires_at_ms = %1$s
              WHERE lock_key = ? AND owner_token = ? AND expires_at_ms > %1$s
             """.formatted(NOW);
 
     /* force-release: frees an unexpired lease whoever holds it; the fence stays. */
     private static final String FORCE_RELEASE = """
-            UPDATE leasehold_lease SET owner_token = NULL, expires_at_ms = 0
+            UPDATE leasehold_lease SET owner_token = NULL, expires_at_ms = %1$s
              WHERE lock_key = ? AND expires_at_ms > %1$s
             """.formatted(NOW);
 
@@ -69,24 +76,39 @@ final class H2Dialect {
              ORDER BY lock_key LIMIT ?
             """.formatted(NOW);
 
-    /* delete-expired: removes at most `limit` rows expired for longer than retention_ms. */
+    /* delete-expired: removes at most `limit` rows expired (or released) longer than retention_ms ago. */
     private static final String DELETE_EXPIRED = """
             DELETE FROM leasehold_lease WHERE expires_at_ms < %1$s - CAST(? AS BIGINT)
                AND expires_at_ms < %1$s - CAST(? AS BIGINT) FETCH FIRST ? ROWS ONLY
             """.formatted(NOW);
 
-    /* accept-fence: raises the resource's fence to max(stored, given) and returns it; locks the row. */
+    /* accept-fence: raises the resource's fence if the given one is higher, recording its owner; locks the row. */
     private static final String ACCEPT_FENCE = """
-            SELECT fence FROM FINAL TABLE (
+            SELECT fence, owner_digest FROM FINAL TABLE (
               MERGE INTO leasehold_fence f
-              USING (VALUES (CAST(? AS VARCHAR(255)), CAST(? AS BIGINT))) AS p(resource, fence)
+              USING (VALUES (CAST(? AS VARCHAR(255)), CAST(? AS BIGINT), CAST(? AS VARCHAR(64)))) AS p(resource, fence, d)
                  ON f.resource = p.resource
-              WHEN MATCHED THEN UPDATE SET fence = GREATEST(f.fence, p.fence)
-              WHEN NOT MATCHED THEN INSERT (resource, fence) VALUES (p.resource, p.fence))
+              WHEN MATCHED THEN UPDATE SET
+                   owner_digest = CASE WHEN f.fence < p.fence THEN p.d ELSE f.owner_digest END,
+                   fence = GREATEST(f.fence, p.fence)
+              WHEN NOT MATCHED THEN INSERT (resource, fence, owner_digest) VALUES (p.resource, p.fence, p.d))
             """;
 
     static final SqlDialect SQL = new SqlDialect(
-            Database.H2, ACQUIRE, RENEW, RELEASE, FORCE_RELEASE, INSPECT, LIST, DELETE_EXPIRED, ACCEPT_FENCE, true);
+            Database.H2,
+            ACQUIRE,
+            RENEW,
+            RELEASE,
+            FORCE_RELEASE,
+            INSPECT,
+            LIST,
+            null,
+            DELETE_EXPIRED,
+            ACCEPT_FENCE,
+            false,
+            false,
+            true,
+            true);
 
     private H2Dialect() {}
 }

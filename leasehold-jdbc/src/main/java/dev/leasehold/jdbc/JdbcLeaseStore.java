@@ -1,12 +1,13 @@
 package dev.leasehold.jdbc;
 
 import dev.leasehold.LeaseInfo;
-import dev.leasehold.LeaseOptions;
 import dev.leasehold.LeaseStoreException;
 import dev.leasehold.LockKey;
 import dev.leasehold.spi.AcquireResult;
 import dev.leasehold.spi.Grant;
 import dev.leasehold.spi.LeaseStore;
+import dev.leasehold.spi.ReleaseNotice;
+import dev.leasehold.spi.ReleaseSubscription;
 import java.net.InetAddress;
 import java.net.UnknownHostException;
 import java.sql.Connection;
@@ -19,40 +20,61 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Consumer;
 import javax.sql.DataSource;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * A {@link LeaseStore} on a SQL database over plain JDBC: PostgreSQL, MariaDB or H2, one row per
- * key in {@code leasehold_lease} (create it with the bundled Flyway script or {@link JdbcSchema}).
+ * key in {@code leasehold_lease} (create it with the bundled Flyway scripts or {@link JdbcSchema}).
  *
- * <p>Every operation is ONE atomic statement (an upsert, a conditional update or a select; the SQL
- * of each dialect is in one class with its condition). Expiry is decided by the database clock only:
- * the JVM sends durations, the database computes and compares epoch milliseconds, so a JVM whose
- * clock or time zone differs from the database's changes nothing. Rows are kept on release, so
- * fences keep growing; a new row's fence is seeded with the database time in ms times 1000, so even
- * {@link #deleteExpired housekeeping} never makes a fence go backwards.
+ * <p>Every lease operation is ONE atomic statement (an upsert, a conditional update or a select;
+ * the SQL of each dialect is in one class with its condition). Expiry is decided by the database
+ * clock only, read once per statement (never the transaction's start): the JVM sends durations, the
+ * database computes and compares epoch milliseconds, so a JVM whose clock or time zone differs from
+ * the database's changes nothing. Rows are kept on release, so fences keep growing; a new row's
+ * fence is seeded with the database time in ms times 1000, so even {@link #deleteExpired
+ * housekeeping} never makes a fence go backwards.
  *
- * <p>Transactions: by default each statement commits on its own (autocommit, or an explicit commit
- * if the pool hands out connections with autocommit off). With {@link
- * Builder#joinCallerTransaction(boolean)} the store never commits or rolls back a connection that
- * is in a transaction, so a transaction-aware data source can make a lease part of the caller's
- * transaction (other callers then wait on its row lock until that transaction ends).
+ * <p>Transactions: every operation is its own transaction, committed before the method returns,
+ * so a grant is never lost with a caller's rollback and a renewal on a scheduler thread is never
+ * left uncommitted. A connection handed out with autocommit off is switched to autocommit for the
+ * statement and back (PostgreSQL and H2 do that without a round trip); on MariaDB, where the
+ * switch costs a round trip, the statement is committed instead, one extra round trip (give the
+ * store a pool with autocommit on to avoid it). A connection that is already inside a transaction
+ * (a transaction-aware data source used inside a caller's transaction) is refused with an {@link
+ * IllegalStateException}: the store would otherwise commit the caller's work.
  *
- * <p>No release notifications cross processes: the engine wakes waiters of its own releases and
- * polls (bounded, backing off) for others. Thread-safe.
+ * <p>A statement that fails on a deadlock or serialization conflict (SQLState 40001, MariaDB error
+ * 1213) is run again, up to {@value Connections#ATTEMPTS} times, within the same operation.
+ *
+ * <p>Release notifications: on PostgreSQL, release and force-release notify in the same statement
+ * ({@code pg_notify}) and {@link #subscribe} listens on one connection of the pool held for that
+ * purpose, so waiters in other processes are woken when the release commits. MariaDB and H2 have
+ * no notifications; waiters poll, never past the holder's expiry, which busy results report.
+ * Thread-safe.
  */
 public final class JdbcLeaseStore implements LeaseStore {
 
+    private static final Logger log = LoggerFactory.getLogger(JdbcLeaseStore.class);
+
     private final DataSource dataSource;
     private final SqlDialect dialect;
-    private final boolean joinCallerTransaction;
     private final String holder;
+    private final boolean notifications;
+    private final AtomicBoolean warnedAboutCommits = new AtomicBoolean();
+    private final ReentrantLock listenerLock = new ReentrantLock();
+    private PostgresReleaseListener listener; // guarded by listenerLock
+    private volatile boolean closed;
 
     private JdbcLeaseStore(Builder builder) {
         this.dataSource = builder.dataSource;
         this.dialect = builder.database.dialect();
-        this.joinCallerTransaction = builder.joinCallerTransaction;
         this.holder = builder.holder;
+        this.notifications = builder.releaseNotifications && builder.database == Database.POSTGRESQL;
     }
 
     /** A builder for a store on {@code dataSource}. */
@@ -70,34 +92,25 @@ public final class JdbcLeaseStore implements LeaseStore {
         checkOwner(key, owner);
         long millis = millis(leaseFor);
         return execute("acquire", key, connection -> {
-            for (int attempt = 1; ; attempt++) {
-                try (PreparedStatement statement = connection.prepareStatement(dialect.acquire())) {
-                    statement.setString(1, key.render());
-                    statement.setString(2, owner);
-                    statement.setLong(3, millis);
-                    statement.setString(4, holder);
-                    try (ResultSet row = statement.executeQuery()) {
-                        if (!row.next()) {
-                            return busyUnknown();
-                        }
-                        Grant grant = grant(row);
-                        if (owner.equals(row.getString(1))) {
-                            return new AcquireResult.Granted(grant);
-                        }
-                        return new AcquireResult.Busy(grant.remaining());
+            try (PreparedStatement statement = connection.prepareStatement(dialect.acquire())) {
+                statement.setString(1, key.render());
+                statement.setString(2, owner);
+                statement.setLong(3, millis);
+                statement.setString(4, holder);
+                try (ResultSet row = statement.executeQuery()) {
+                    if (!row.next()) {
+                        // Created by another caller a moment ago; its expiry is not known yet.
+                        return new AcquireResult.Busy(Duration.ZERO);
                     }
-                } catch (SQLException e) {
-                    if (!(dialect.retriesDuplicateKey() && isDuplicateKey(e) && attempt < 3)) {
-                        throw e;
+                    boolean granted =
+                            dialect.acquireReportsGranted() ? row.getBoolean(5) : owner.equals(row.getString(1));
+                    if (granted) {
+                        return new AcquireResult.Granted(grant(row));
                     }
+                    return new AcquireResult.Busy(remaining(row));
                 }
             }
         });
-    }
-
-    private static AcquireResult busyUnknown() {
-        // The statement does not say how long the holder keeps the key: report the upper bound.
-        return new AcquireResult.Busy(LeaseOptions.MAX_LEASE);
     }
 
     @Override
@@ -126,7 +139,7 @@ public final class JdbcLeaseStore implements LeaseStore {
             try (PreparedStatement statement = connection.prepareStatement(dialect.release())) {
                 statement.setString(1, key.render());
                 statement.setString(2, owner);
-                return statement.executeUpdate() == 1;
+                return changedOneRow(statement);
             }
         });
     }
@@ -183,15 +196,17 @@ public final class JdbcLeaseStore implements LeaseStore {
         return execute("force-release", key, connection -> {
             try (PreparedStatement statement = connection.prepareStatement(dialect.forceRelease())) {
                 statement.setString(1, key.render());
-                return statement.executeUpdate() == 1;
+                return changedOneRow(statement);
             }
         });
     }
 
     /**
-     * Deletes at most {@code limit} rows whose lease ended more than {@code retention} ago, by the
-     * database clock; call it again while it returns {@code limit}. Safe for fences: a deleted key's
-     * next row starts above any fence it had.
+     * Deletes at most {@code limit} rows whose lease expired, or was released, more than {@code
+     * retention} ago by the database clock; call it again while it returns {@code limit}. Rows are
+     * found through the expiry index; a live lease is never deleted, and on MariaDB no live row is
+     * locked (a non-locking read finds the rows, which are then deleted by primary key, each only if
+     * still expired). Safe for fences: a deleted key's next row starts above any fence it had.
      *
      * @return how many rows were deleted
      * @throws IllegalArgumentException if retention is under one minute or limit is not 1 to 10000
@@ -204,14 +219,107 @@ public final class JdbcLeaseStore implements LeaseStore {
         if (limit < 1 || limit > 10_000) {
             throw new IllegalArgumentException("limit must be between 1 and 10000, was " + limit);
         }
-        return execute("delete expired rows", null, connection -> {
-            try (PreparedStatement statement = connection.prepareStatement(dialect.deleteExpired())) {
+        if (dialect.expiredKeys() == null) {
+            return execute("delete expired rows", null, connection -> {
+                try (PreparedStatement statement = connection.prepareStatement(dialect.deleteExpired())) {
+                    statement.setLong(1, retention.toMillis());
+                    statement.setLong(2, retention.toMillis());
+                    statement.setInt(3, limit);
+                    return statement.executeUpdate();
+                }
+            });
+        }
+        // Find the rows with a read that locks nothing, then delete them by primary key in small
+        // batches, in key order; each is deleted only if still expired, so a row re-acquired in
+        // between survives.
+        List<String> keys = execute("delete expired rows", null, connection -> {
+            try (PreparedStatement statement = connection.prepareStatement(dialect.expiredKeys())) {
                 statement.setLong(1, retention.toMillis());
-                statement.setLong(2, retention.toMillis());
-                statement.setInt(3, limit);
-                return statement.executeUpdate();
+                statement.setInt(2, limit);
+                List<String> found = new ArrayList<>();
+                try (ResultSet row = statement.executeQuery()) {
+                    while (row.next()) {
+                        found.add(row.getString(1));
+                    }
+                }
+                return found;
             }
         });
+        keys.sort(null);
+        int deleted = 0;
+        for (int from = 0; from < keys.size(); from += DELETE_BATCH) {
+            List<String> batch = keys.subList(from, Math.min(keys.size(), from + DELETE_BATCH));
+            String sql = dialect.deleteExpired()
+                    .replace("{keys}", String.join(", ", java.util.Collections.nCopies(batch.size(), "?")));
+            deleted += execute("delete expired rows", null, connection -> {
+                try (PreparedStatement statement = connection.prepareStatement(sql)) {
+                    statement.setLong(1, retention.toMillis());
+                    for (int i = 0; i < batch.size(); i++) {
+                        statement.setString(i + 2, batch.get(i));
+                    }
+                    return statement.executeUpdate();
+                }
+            });
+        }
+        return deleted;
+    }
+
+    @Override
+    public boolean supportsReleaseNotifications() {
+        return notifications;
+    }
+
+    /**
+     * On PostgreSQL: calls {@code onRelease} when the key is released or force-released by any
+     * process, once the releasing statement commits. Returns once the server confirmed LISTEN.
+     */
+    @Override
+    public ReleaseSubscription subscribe(LockKey key, Consumer<ReleaseNotice> onRelease) {
+        Objects.requireNonNull(key, "key is missing (null)");
+        Objects.requireNonNull(onRelease, "onRelease is missing (null)");
+        return listener(key.render()).subscribe(key.render(), onRelease);
+    }
+
+    /** On PostgreSQL: calls {@code onForceRelease} for every force-release of any key, by any process. */
+    @Override
+    public ReleaseSubscription subscribeForceReleases(Consumer<ReleaseNotice> onForceRelease) {
+        Objects.requireNonNull(onForceRelease, "onForceRelease is missing (null)");
+        return listener("(force-releases)").subscribeForceReleases(onForceRelease);
+    }
+
+    private PostgresReleaseListener listener(String what) {
+        if (!notifications) {
+            throw new UnsupportedOperationException(name() + " does not push release notifications");
+        }
+        listenerLock.lock();
+        try {
+            if (closed) {
+                throw new IllegalStateException("the lease store is closed; cannot subscribe to " + what);
+            }
+            if (listener == null) {
+                listener = new PostgresReleaseListener(dataSource);
+            }
+            return listener;
+        } finally {
+            listenerLock.unlock();
+        }
+    }
+
+    /** Stops release notifications and gives their connection back; the data source stays open. */
+    @Override
+    public void close() {
+        PostgresReleaseListener running;
+        listenerLock.lock();
+        try {
+            closed = true;
+            running = listener;
+            listener = null;
+        } finally {
+            listenerLock.unlock();
+        }
+        if (running != null) {
+            running.close();
+        }
     }
 
     @Override
@@ -227,19 +335,71 @@ public final class JdbcLeaseStore implements LeaseStore {
     private <T> T execute(String operation, LockKey key, SqlCall<T> call) {
         String keyText = key == null ? "(all)" : key.render();
         try (Connection connection = dataSource.getConnection()) {
-            if (connection.getAutoCommit() || joinCallerTransaction) {
-                return call.run(connection);
+            if (connection.getAutoCommit()) {
+                return attempts(connection, call, false);
             }
-            try {
-                T result = call.run(connection);
-                connection.commit();
+            if (Connections.inTransaction(connection, dialect.database())) {
+                throw new IllegalStateException("the lease store was handed a connection inside an open transaction"
+                        + " (a transaction-aware data source?) for " + operation + " of " + keyText
+                        + ": a lease is never part of a caller's transaction; give the store a plain data source");
+            }
+            if (dialect.autoCommitSwitchIsLocal()) {
+                connection.setAutoCommit(true);
+                T result;
+                try {
+                    result = attempts(connection, call, false);
+                } catch (SQLException | RuntimeException e) {
+                    restoreManualCommit(connection, e);
+                    throw e;
+                }
+                connection.setAutoCommit(false);
                 return result;
-            } catch (SQLException | RuntimeException e) {
-                rollbackQuietly(connection, e);
-                throw e;
             }
+            if (warnedAboutCommits.compareAndSet(false, true)) {
+                log.warn(
+                        "the {} pool hands out connections with autocommit off: each lease operation costs an"
+                                + " extra COMMIT round trip; give the lease store a pool with autocommit on",
+                        name());
+            }
+            return attempts(connection, call, true);
         } catch (SQLException e) {
             throw new LeaseStoreException(operation, keyText, e);
+        }
+    }
+
+    /** Runs the call, again after a deadlock or serialization failure; commits each attempt if asked. */
+    private <T> T attempts(Connection connection, SqlCall<T> call, boolean commit) throws SQLException {
+        for (int attempt = 1; ; attempt++) {
+            try {
+                T result = call.run(connection);
+                if (commit) {
+                    connection.commit();
+                }
+                return result;
+            } catch (SQLException e) {
+                if (commit) {
+                    rollbackQuietly(connection, e);
+                }
+                boolean again = attempt < Connections.ATTEMPTS
+                        && (Connections.isRetryable(e) || (dialect.retriesDuplicateKey() && isDuplicateKey(e)));
+                if (!again) {
+                    throw e;
+                }
+                Connections.backOff(attempt);
+            } catch (RuntimeException e) {
+                if (commit) {
+                    rollbackQuietly(connection, e);
+                }
+                throw e;
+            }
+        }
+    }
+
+    private static void restoreManualCommit(Connection connection, Exception failure) {
+        try {
+            connection.setAutoCommit(false);
+        } catch (SQLException e) {
+            failure.addSuppressed(e);
         }
     }
 
@@ -251,12 +411,28 @@ public final class JdbcLeaseStore implements LeaseStore {
         }
     }
 
+    /** Whether a release statement changed a row: a returned row on PostgreSQL, an update count elsewhere. */
+    private boolean changedOneRow(PreparedStatement statement) throws SQLException {
+        if (!dialect.releaseReturnsRows()) {
+            return statement.executeUpdate() == 1;
+        }
+        try (ResultSet row = statement.executeQuery()) {
+            return row.next();
+        }
+    }
+
+    private static Duration remaining(ResultSet row) throws SQLException {
+        return Duration.ofMillis(Math.max(0, row.getLong(3) - row.getLong(4)));
+    }
+
     private static Grant grant(ResultSet row) throws SQLException {
         long fence = row.getLong(2);
         long expiresAt = row.getLong(3);
         long now = row.getLong(4);
         return new Grant(fence, Duration.ofMillis(Math.max(0, expiresAt - now)), Instant.ofEpochMilli(expiresAt));
     }
+
+    private static final int DELETE_BATCH = 100;
 
     private static boolean isDuplicateKey(SQLException e) {
         return "23505".equals(e.getSQLState());
@@ -284,8 +460,8 @@ public final class JdbcLeaseStore implements LeaseStore {
     public static final class Builder {
         private final DataSource dataSource;
         private Database database;
-        private boolean joinCallerTransaction;
         private String holder;
+        private boolean releaseNotifications = true;
 
         private Builder(DataSource dataSource) {
             this.dataSource = Objects.requireNonNull(dataSource, "dataSource is missing (null)");
@@ -298,11 +474,12 @@ public final class JdbcLeaseStore implements LeaseStore {
         }
 
         /**
-         * Whether to leave the commit of a connection that is in a transaction to its owner (default
-         * {@code false}: the store commits each statement itself).
+         * Whether {@link JdbcLeaseStore#subscribe} is offered on PostgreSQL (default {@code true}),
+         * holding one connection of the data source while anyone subscribes. Without it waiters in
+         * other processes poll. No effect on MariaDB and H2, which have no notifications.
          */
-        public Builder joinCallerTransaction(boolean joinCallerTransaction) {
-            this.joinCallerTransaction = joinCallerTransaction;
+        public Builder releaseNotifications(boolean releaseNotifications) {
+            this.releaseNotifications = releaseNotifications;
             return this;
         }
 

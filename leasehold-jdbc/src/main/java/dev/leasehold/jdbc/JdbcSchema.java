@@ -19,13 +19,20 @@ public final class JdbcSchema {
 
     private JdbcSchema() {}
 
+    /** The scripts of this module, in version order (Flyway versions 1, 1.1, ...). */
+    static final List<String> SCRIPTS =
+            List.of("V1__leasehold_tables.sql", "V1_1__leasehold_fence_owner_and_expiry_index.sql");
+
     /**
-     * Creates the lease and fence tables if they do not exist.
+     * Creates the lease and fence tables if they do not exist, and brings them to this version
+     * (every script of this module, in version order).
      *
      * @throws SQLException if a statement fails
      */
     public static void create(DataSource dataSource, Database database) throws SQLException {
-        runScript(dataSource, "/" + database.migrationLocation() + "/V1__leasehold_tables.sql");
+        for (String script : SCRIPTS) {
+            runScript(dataSource, "/" + database.migrationLocation() + "/" + script);
+        }
     }
 
     /**

@@ -4,6 +4,12 @@ package dev.leasehold.jdbc;
  * The lease SQL for MariaDB (10.5 and later): {@code INSERT ... ON DUPLICATE KEY UPDATE ...
  * RETURNING}. MySQL has no RETURNING and is not covered by this dialect.
  *
+ * <p>No two lease statements can deadlock with each other: each one locks exactly one row, the
+ * key's primary-key record, and asks for the exclusive lock at once (an upsert on a duplicate
+ * primary key, or an update by primary key). None reads the row under a shared lock first and then
+ * needs it exclusively, which is how two sessions deadlock on one row. Housekeeping finds its rows
+ * with a non-locking read and deletes them by primary key, in key order.
+ *
  * <p>MariaDB applies the assignments of ON DUPLICATE KEY UPDATE left to right, each seeing the
  * columns already assigned. The acquire statement is ordered so that its grant condition (expired,
  * or same owner) reads the same before and after each assignment: fence and acquired_at_ms first,
@@ -11,7 +17,10 @@ package dev.leasehold.jdbc;
  */
 final class MariaDbDialect {
 
-    /** Epoch ms by the server's UTC clock, fixed for the statement; no session time zone involved. */
+    /**
+     * Epoch ms by the server's UTC clock: fixed for the statement, advancing from statement to
+     * statement inside a transaction; no session time zone involved.
+     */
     static final String NOW = "(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 1000)";
 
     /*
@@ -38,30 +47,28 @@ final class MariaDbDialect {
             """.formatted(NOW);
 
     /*
-     * renew: compare-and-extend, as an upsert that cannot insert: the SELECT yields the row only if
-     * the owner holds it unexpired, and the update checks the same condition again under the row lock.
+     * renew: compare-and-extend as an upsert on the primary key, which takes the row's exclusive
+     * lock at once. Only the unexpired owner's row gets expires_at_ms = now + lease_ms. A row that no
+     * longer exists (deleted by housekeeping) is created free, with a fence seeded from the clock
+     * as for any new row, and the renewal is refused.
      */
     private static final String RENEW = """
             INSERT INTO leasehold_lease (lock_key, owner_token, fence, expires_at_ms, acquired_at_ms, holder)
-            SELECT l.lock_key, l.owner_token, l.fence, l.expires_at_ms, p.ms, l.holder
-              FROM leasehold_lease l, (SELECT ? AS k, ? AS o, CAST(? AS SIGNED) AS ms) p
-             WHERE l.lock_key = p.k AND l.owner_token = p.o AND l.expires_at_ms > %1$s
+            VALUES (?, NULL, %1$s * 1000, %1$s, %1$s, NULL)
             ON DUPLICATE KEY UPDATE
-                leasehold_lease.expires_at_ms = IF(
-                    leasehold_lease.owner_token = VALUES(owner_token) AND leasehold_lease.expires_at_ms > %1$s,
-                    %1$s + VALUES(acquired_at_ms), leasehold_lease.expires_at_ms)
+                expires_at_ms = IF(owner_token <=> ? AND expires_at_ms > %1$s, %1$s + ?, expires_at_ms)
             RETURNING owner_token, fence, expires_at_ms, %1$s AS now_ms
             """.formatted(NOW);
 
-    /* release: compare-and-free. Only the unexpired owner frees the row; the row and its fence stay. */
+    /* release: compare-and-free by primary key. Only the unexpired owner frees the row; the row and its fence stay. */
     private static final String RELEASE = """
-            UPDATE leasehold_lease SET owner_token = NULL, expires_at_ms = 0
+            UPDATE leasehold_lease SET owner_token = NULL, expires_at_ms = %1$s
              WHERE lock_key = ? AND owner_token = ? AND expires_at_ms > %1$s
             """.formatted(NOW);
 
     /* force-release: frees an unexpired lease whoever holds it; the fence stays. */
     private static final String FORCE_RELEASE = """
-            UPDATE leasehold_lease SET owner_token = NULL, expires_at_ms = 0
+            UPDATE leasehold_lease SET owner_token = NULL, expires_at_ms = %1$s
              WHERE lock_key = ? AND expires_at_ms > %1$s
             """.formatted(NOW);
 
@@ -80,16 +87,30 @@ final class MariaDbDialect {
              ORDER BY lock_key LIMIT ?
             """.formatted(NOW);
 
-    /* delete-expired: removes at most `limit` rows expired for longer than retention_ms. */
-    private static final String DELETE_EXPIRED = """
-            DELETE FROM leasehold_lease WHERE expires_at_ms < %1$s - ? AND expires_at_ms < %1$s - ? LIMIT ?
+    /* expired keys: a consistent (non-locking) read through the expiry index. */
+    private static final String EXPIRED_KEYS = """
+            SELECT lock_key FROM leasehold_lease WHERE expires_at_ms < %1$s - ? ORDER BY expires_at_ms LIMIT ?
             """.formatted(NOW);
 
-    /* accept-fence: raises the resource's fence to max(stored, given) and returns it; locks the row. */
+    /*
+     * delete-expired: deletes the listed rows by primary key, each only if it is still expired for
+     * longer than the retention (a row re-acquired meanwhile survives).
+     */
+    private static final String DELETE_EXPIRED = """
+            DELETE FROM leasehold_lease WHERE expires_at_ms < %1$s - ? AND lock_key IN ({keys})
+            """.formatted(NOW);
+
+    /*
+     * accept-fence: raises the resource's fence to the given one if that is higher, recording its
+     * owner (owner_digest is assigned first, while fence still holds the stored value); returns the
+     * row as left and keeps it locked until the transaction ends.
+     */
     private static final String ACCEPT_FENCE = """
-            INSERT INTO leasehold_fence (resource, fence) VALUES (?, ?)
-            ON DUPLICATE KEY UPDATE fence = GREATEST(fence, VALUES(fence))
-            RETURNING fence
+            INSERT INTO leasehold_fence (resource, fence, owner_digest) VALUES (?, ?, ?)
+            ON DUPLICATE KEY UPDATE
+                owner_digest = IF(fence < VALUES(fence), VALUES(owner_digest), owner_digest),
+                fence = GREATEST(fence, VALUES(fence))
+            RETURNING fence, owner_digest
             """;
 
     static final SqlDialect SQL = new SqlDialect(
@@ -100,8 +121,12 @@ final class MariaDbDialect {
             FORCE_RELEASE,
             INSPECT,
             LIST,
+            EXPIRED_KEYS,
             DELETE_EXPIRED,
             ACCEPT_FENCE,
+            false,
+            false,
+            false,
             false);
 
     private MariaDbDialect() {}

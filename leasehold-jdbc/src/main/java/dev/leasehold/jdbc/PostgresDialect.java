@@ -1,17 +1,23 @@
 package dev.leasehold.jdbc;
 
-/** The lease SQL for PostgreSQL (9.5 and later): data-modifying CTEs and {@code ON CONFLICT}, with RETURNING. */
+/** The lease SQL for PostgreSQL (9.6 and later): data-modifying CTEs and {@code ON CONFLICT}, with RETURNING. */
 final class PostgresDialect {
 
-    /** Epoch ms at the start of this statement: constant within it, unlike clock_timestamp(). */
+    /**
+     * Epoch ms at the start of this statement: constant within it, and advancing from statement to
+     * statement inside a transaction (unlike now(), which is the transaction's start).
+     */
     static final String NOW = "(EXTRACT(EPOCH FROM statement_timestamp()) * 1000)::BIGINT";
+
+    /** The channel release and force-release notify (payload {@code r:<fence>:<key>} or {@code f:<fence>:<key>}). */
+    static final String CHANNEL = "leasehold_release";
 
     /*
      * acquire: ONE statement that grants lock_key to owner for lease_ms when the row
      *   - is free or expired (expires_at_ms <= now)  -> taken over, fence + 1  (step 1, UPDATE)
      *   - is held by the same owner, unexpired       -> extended, fence kept   (step 1, UPDATE)
      *   - does not exist                            -> inserted, fence = now_ms * 1000 (step 2, INSERT)
-     * and otherwise returns nothing (busy).
+     * and otherwise returns the holder's row with granted = false (busy, with its expiry).
      *
      * 1. The UPDATE locks the row only if its WHERE holds; a busy key is read, not locked, so the
      *    busy path writes nothing (ON CONFLICT DO UPDATE would lock the row even when refusing).
@@ -19,6 +25,7 @@ final class PostgresDialect {
      *    and finds it held.
      * 2. Only if step 1 took nothing, INSERT ... ON CONFLICT DO NOTHING: of concurrent first
      *    acquires one inserts, the others find its row and get nothing.
+     * 3. Neither: the row as the statement's snapshot saw it, marked not granted.
      */
     private static final String ACQUIRE = """
             WITH p AS (SELECT CAST(? AS VARCHAR(255)) AS k, CAST(? AS VARCHAR(128)) AS o,
@@ -38,7 +45,10 @@ final class PostgresDialect {
                WHERE NOT EXISTS (SELECT 1 FROM taken)
               ON CONFLICT (lock_key) DO NOTHING
               RETURNING owner_token, fence, expires_at_ms, (SELECT now_ms FROM p))
-            SELECT * FROM taken UNION ALL SELECT * FROM created
+            SELECT t.*, TRUE FROM taken t
+            UNION ALL SELECT c.*, TRUE FROM created c
+            UNION ALL SELECT l.owner_token, l.fence, l.expires_at_ms, p.now_ms, FALSE FROM leasehold_lease l, p
+             WHERE l.lock_key = p.k AND NOT EXISTS (SELECT 1 FROM taken) AND NOT EXISTS (SELECT 1 FROM created)
             """.formatted(NOW);
 
     /* renew: compare-and-extend. Only the unexpired owner's row gets expires_at_ms = now + lease_ms. */
@@ -51,17 +61,32 @@ final class PostgresDialect {
             RETURNING l.owner_token, l.fence, l.expires_at_ms, c.now_ms
             """.formatted(NOW);
 
-    /* release: compare-and-free. Only the unexpired owner frees the row; the row and its fence stay. */
+    /*
+     * release: compare-and-free, and in the same statement (so the same transaction) a notification
+     * naming the ended grant. Only the unexpired owner frees the row; the row and its fence stay.
+     * A notification is delivered when the statement commits, never for a release that rolled back.
+     */
     private static final String RELEASE = """
-            UPDATE leasehold_lease SET owner_token = NULL, expires_at_ms = 0
-             WHERE lock_key = ? AND owner_token = ? AND expires_at_ms > %1$s
-            """.formatted(NOW);
+            WITH c AS (SELECT %1$s AS now_ms),
+            freed AS (
+              UPDATE leasehold_lease l SET owner_token = NULL, expires_at_ms = c.now_ms
+                FROM c
+               WHERE l.lock_key = CAST(? AS VARCHAR(255)) AND l.owner_token = CAST(? AS VARCHAR(128))
+                 AND l.expires_at_ms > c.now_ms
+              RETURNING l.lock_key, l.fence)
+            SELECT f.fence, pg_notify('%2$s', 'r:' || f.fence || ':' || f.lock_key) FROM freed f
+            """.formatted(NOW, CHANNEL);
 
-    /* force-release: frees an unexpired lease whoever holds it; the fence stays. */
+    /* force-release: frees an unexpired lease whoever holds it, and notifies; the fence stays. */
     private static final String FORCE_RELEASE = """
-            UPDATE leasehold_lease SET owner_token = NULL, expires_at_ms = 0
-             WHERE lock_key = ? AND expires_at_ms > %1$s
-            """.formatted(NOW);
+            WITH c AS (SELECT %1$s AS now_ms),
+            freed AS (
+              UPDATE leasehold_lease l SET owner_token = NULL, expires_at_ms = c.now_ms
+                FROM c
+               WHERE l.lock_key = CAST(? AS VARCHAR(255)) AND l.expires_at_ms > c.now_ms
+              RETURNING l.lock_key, l.fence)
+            SELECT f.fence, pg_notify('%2$s', 'f:' || f.fence || ':' || f.lock_key) FROM freed f
+            """.formatted(NOW, CHANNEL);
 
     /* inspect: the unexpired lease, if any. */
     private static final String INSPECT = """
@@ -79,7 +104,8 @@ final class PostgresDialect {
             """.formatted(NOW);
 
     /*
-     * delete-expired: removes at most `limit` rows expired for longer than retention_ms. The outer
+     * delete-expired: removes at most `limit` rows expired (or released) longer than retention_ms
+     * ago, found through the expiry index. SKIP LOCKED passes over rows being acquired; the outer
      * condition is checked again on the row version the DELETE locks, so a row re-acquired meanwhile
      * survives. A deleted key's next row is seeded with now_ms * 1000, above any fence it had.
      */
@@ -91,11 +117,16 @@ final class PostgresDialect {
                                  LIMIT ? FOR UPDATE SKIP LOCKED)
             """.formatted(NOW);
 
-    /* accept-fence: raises the resource's fence to max(stored, given) and returns it; locks the row. */
+    /*
+     * accept-fence: raises the resource's fence to the given one if that is higher, recording its
+     * owner; returns the row as left. Locks the row until the transaction ends.
+     */
     private static final String ACCEPT_FENCE = """
-            INSERT INTO leasehold_fence AS f (resource, fence) VALUES (?, ?)
-            ON CONFLICT (resource) DO UPDATE SET fence = GREATEST(f.fence, EXCLUDED.fence)
-            RETURNING fence
+            INSERT INTO leasehold_fence AS f (resource, fence, owner_digest) VALUES (?, ?, ?)
+            ON CONFLICT (resource) DO UPDATE SET
+                owner_digest = CASE WHEN f.fence < EXCLUDED.fence THEN EXCLUDED.owner_digest ELSE f.owner_digest END,
+                fence = GREATEST(f.fence, EXCLUDED.fence)
+            RETURNING fence, owner_digest
             """;
 
     static final SqlDialect SQL = new SqlDialect(
@@ -106,8 +137,12 @@ final class PostgresDialect {
             FORCE_RELEASE,
             INSPECT,
             LIST,
+            null,
             DELETE_EXPIRED,
             ACCEPT_FENCE,
+            true,
+            true,
+            true,
             false);
 
     private PostgresDialect() {}

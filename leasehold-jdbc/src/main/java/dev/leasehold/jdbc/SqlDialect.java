@@ -1,25 +1,40 @@
 package dev.leasehold.jdbc;
 
 /**
- * The SQL of every lease operation for one database. Each statement is ONE atomic statement, and
- * every dialect binds the same parameters in the same order and returns the same columns:
+ * The SQL of every lease operation for one database. Each lease operation is ONE atomic statement,
+ * and every dialect binds the same parameters in the same order:
  *
  * <ul>
  *   <li>{@code acquire}: (lock_key, owner, lease_ms, holder) returns (owner_token, fence,
- *       expires_at_ms, now_ms) for the row as the statement left it; no row, or a row with another
- *       owner, means busy;
- *   <li>{@code renew}: (lock_key, owner, lease_ms) returns the same columns, no row if not held;
- *   <li>{@code release}: (lock_key, owner), {@code forceRelease}: (lock_key): update counts;
- *   <li>{@code inspect}: (lock_key) returns the same columns, no row if free;
+ *       expires_at_ms, now_ms[, granted]) for the row: the grant, or the holder's row when busy;
+ *       no row means busy with the holder unknown (it was created a moment ago);
+ *   <li>{@code renew}: (lock_key, owner, lease_ms) returns (owner_token, fence, expires_at_ms,
+ *       now_ms); renewed only if owner_token is the caller's;
+ *   <li>{@code release}: (lock_key, owner), {@code forceRelease}: (lock_key): rows of the ended
+ *       grant (fence) when {@link #releaseReturnsRows()}, otherwise update counts. A released row
+ *       keeps its fence, loses its owner and gets {@code expires_at_ms = now_ms}, so retention
+ *       counts from the release;
+ *   <li>{@code inspect}: (lock_key) returns (owner_token, fence, expires_at_ms, now_ms), no row if free;
  *   <li>{@code list}: (like_pattern, limit) returns (lock_key, owner_token, fence, expires_at_ms, now_ms)
  *       of unexpired leases, {@code !} escaping the pattern;
- *   <li>{@code deleteExpired}: (retention_ms, retention_ms, limit): update count;
- *   <li>{@code acceptFence}: (resource, fence) returns the highest fence accepted so far.
+ *   <li>{@code deleteExpired}: (retention_ms, retention_ms, limit): update count; or, when
+ *       {@code expiredKeys} is set, {@code expiredKeys} (retention_ms, limit) returns lock_key
+ *       without locking, and {@code deleteExpired} is a template whose {@code {keys}} becomes one
+ *       {@code ?} per key, bound after (retention_ms);
+ *   <li>{@code acceptFence}: (resource, fence, owner_digest) returns (fence, owner_digest) of the
+ *       resource's row after raising it to the given fence if that was higher; locks the row.
  * </ul>
  *
- * Times are epoch milliseconds by the database clock ({@code now_ms}); the JVM sends durations only.
+ * Times are epoch milliseconds by the database clock ({@code now_ms}, fixed for the statement);
+ * the JVM sends durations only.
  *
  * @param database the database this dialect speaks to
+ * @param acquireReportsGranted whether acquire's fifth column says if the row is a grant (otherwise
+ *     a row is a grant when its owner is the caller)
+ * @param releaseReturnsRows whether release and force-release are queries (they notify listeners)
+ * @param autoCommitSwitchIsLocal whether the driver switches autocommit on and off without a round
+ *     trip when no transaction is open (PgJDBC, embedded H2), so an autocommit-off connection is
+ *     switched on for the statement rather than committed after it
  * @param retriesDuplicateKey whether {@code acquire} may fail with a duplicate key when two callers
  *     create the same row at once (H2's MERGE); the statement is then simply run again and finds the row
  */
@@ -31,6 +46,10 @@ record SqlDialect(
         String forceRelease,
         String inspect,
         String list,
+        String expiredKeys,
         String deleteExpired,
         String acceptFence,
+        boolean acquireReportsGranted,
+        boolean releaseReturnsRows,
+        boolean autoCommitSwitchIsLocal,
         boolean retriesDuplicateKey) {}

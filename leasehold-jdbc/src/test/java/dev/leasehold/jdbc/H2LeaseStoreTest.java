@@ -1,6 +1,7 @@
 package dev.leasehold.jdbc;
 
 import dev.leasehold.testkit.TestServices;
+import java.util.Optional;
 
 /** The SQL store on an embedded H2 database, the reference services' default. */
 class H2LeaseStoreTest extends AbstractJdbcLeaseStoreTest {
@@ -18,5 +19,10 @@ class H2LeaseStoreTest extends AbstractJdbcLeaseStoreTest {
     @Override
     protected String skewSessionTimeZone() {
         return "SET TIME ZONE '+14:00'";
+    }
+
+    @Override
+    protected Optional<CommandCounter> commandCounter(boolean autoCommit) {
+        return Optional.empty(); // embedded: no round trips, and no per-session statement counter
     }
 }

@@ -1,6 +1,30 @@
 package dev.leasehold.jdbc;
 
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.leasehold.LockKey;
+import dev.leasehold.LockOwner;
+import dev.leasehold.spi.AcquireResult;
+import dev.leasehold.spi.LeaseStore;
 import dev.leasehold.testkit.TestServices;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import org.junit.jupiter.api.Test;
 
 /** The SQL store on MariaDB. */
 class MariaDbLeaseStoreTest extends AbstractJdbcLeaseStoreTest {
@@ -18,5 +42,149 @@ class MariaDbLeaseStoreTest extends AbstractJdbcLeaseStoreTest {
     @Override
     protected String skewSessionTimeZone() {
         return "SET time_zone = '+13:00'"; // MariaDB's furthest offset
+    }
+
+    /** Statements counted by the server: the session's {@code Questions}, less the counting itself. */
+    @Override
+    protected Optional<CommandCounter> commandCounter(boolean autoCommit) {
+        TestServices.JdbcEndpoint endpoint = endpoint();
+        try {
+            Connection connection = DriverManager.getConnection(endpoint.url(), endpoint.user(), endpoint.password());
+            SingleConnectionDataSource pool = SingleConnectionDataSource.pooled(connection, autoCommit);
+            JdbcLeaseStore counted =
+                    JdbcLeaseStore.builder(pool).database(database()).build();
+            long first = questions(connection);
+            long overhead = questions(connection) - first;
+            return Optional.of(new CommandCounter() {
+                private long reads = 0;
+
+                @Override
+                public LeaseStore store() {
+                    return counted;
+                }
+
+                @Override
+                public long commands() {
+                    try {
+                        reads++;
+                        return questions(connection) - first - reads * overhead;
+                    } catch (SQLException e) {
+                        throw new IllegalStateException(e);
+                    }
+                }
+
+                @Override
+                public void close() {
+                    try {
+                        connection.close();
+                    } catch (SQLException e) {
+                        throw new IllegalStateException(e);
+                    }
+                }
+            });
+        } catch (SQLException e) {
+            throw new IllegalStateException("cannot count statements on " + endpoint.url(), e);
+        }
+    }
+
+    /** The session's Questions counter; with autocommit off, whatever the read opened is rolled back. */
+    private static long questions(Connection connection) throws SQLException {
+        long value;
+        try (Statement statement = connection.createStatement();
+                ResultSet row = statement.executeQuery("SHOW SESSION STATUS LIKE 'Questions'")) {
+            row.next();
+            value = row.getLong(2);
+        }
+        if (!connection.getAutoCommit()) {
+            connection.rollback();
+        }
+        return value;
+    }
+
+    /** MariaDB's driver switches autocommit with a round trip, so the store commits instead. */
+    @Override
+    protected int statementsPerOperationWithAutocommitOff() {
+        return 2;
+    }
+
+    /**
+     * One holder renewing as fast as it can and eight acquirers polling the same key for ten seconds
+     * (override with {@code -Dleasehold.contention.seconds}): no operation fails, so a waiter behind
+     * {@code @Locked} waits instead of answering 500. The server's deadlock counter is printed.
+     */
+    @Test
+    void mariaDbWaitersNeverFailOnDeadlock() throws Exception {
+        LockKey key = key("contended");
+        long seconds = Long.getLong("leasehold.contention.seconds", 10);
+        String holder = LockOwner.create("holder").token();
+        assertThat(store.tryAcquire(key, holder, Duration.ofSeconds(30))).isInstanceOf(AcquireResult.Granted.class);
+        long deadlocksBefore = innodbDeadlocks();
+        long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
+        Map<String, AtomicInteger> errors = new ConcurrentHashMap<>();
+        AtomicLong renewals = new AtomicLong();
+        AtomicLong attempts = new AtomicLong();
+        ExecutorService threads = Executors.newFixedThreadPool(9);
+        try {
+            List<Future<?>> done = new ArrayList<>();
+            done.add(threads.submit(() -> {
+                while (System.nanoTime() < end) {
+                    try {
+                        assertThat(store.renew(key, holder, Duration.ofSeconds(30)))
+                                .isPresent();
+                        renewals.incrementAndGet();
+                    } catch (RuntimeException e) {
+                        errors.computeIfAbsent(rootMessage(e), m -> new AtomicInteger())
+                                .incrementAndGet();
+                    }
+                }
+                return null;
+            }));
+            for (int i = 0; i < 8; i++) {
+                String owner = LockOwner.create("waiter").token();
+                done.add(threads.submit(() -> {
+                    while (System.nanoTime() < end) {
+                        try {
+                            assertThat(store.tryAcquire(key, owner, Duration.ofSeconds(30)))
+                                    .isInstanceOf(AcquireResult.Busy.class);
+                            attempts.incrementAndGet();
+                        } catch (RuntimeException e) {
+                            errors.computeIfAbsent(rootMessage(e), m -> new AtomicInteger())
+                                    .incrementAndGet();
+                        }
+                    }
+                    return null;
+                }));
+            }
+            for (Future<?> f : done) {
+                f.get(seconds + 60, TimeUnit.SECONDS);
+            }
+        } finally {
+            threads.shutdownNow();
+        }
+        long deadlocks = innodbDeadlocks() - deadlocksBefore;
+        System.out.printf(
+                "mariaDbWaitersNeverFailOnDeadlock: %d s, %d renewals, %d busy acquires, %d server deadlocks, errors %s%n",
+                seconds, renewals.get(), attempts.get(), deadlocks, errors);
+        assertThat(errors).as("store errors").isEmpty();
+        assertThat(renewals.get()).isPositive();
+        assertThat(attempts.get()).isPositive();
+        assertThat(store.release(key, holder)).isTrue();
+    }
+
+    private long innodbDeadlocks() throws SQLException {
+        try (Connection connection = dataSource().getConnection();
+                Statement statement = connection.createStatement();
+                ResultSet row = statement.executeQuery("SHOW GLOBAL STATUS LIKE 'Innodb_deadlocks'")) {
+            return row.next() ? row.getLong(2) : 0;
+        }
+    }
+
+    private static String rootMessage(Throwable e) {
+        Throwable cause = e;
+        while (cause.getCause() != null) {
+            cause = cause.getCause();
+        }
+        String message = String.valueOf(cause.getMessage());
+        return message.length() > 80 ? message.substring(0, 80) : message;
     }
 }

@@ -8,7 +8,7 @@ import dev.leasehold.LockKey;
  *
  * <pre>
  * {prefix}{borrow:t42:B1}           lease hash {owner, fence}, with the lease's TTL
- * {prefix}{borrow:t42:B1}:fence     fence counter, no TTL
+ * {prefix}{borrow:t42:B1}:fence     fence counter, kept fenceCounterTtl after the last grant
  * {prefix}{borrow:t42:B1}:released  pub/sub channel for wake-ups
  * {prefix}force-released            pub/sub channel of every force-release, for holders anywhere
  * </pre>

@@ -15,24 +15,33 @@ import io.lettuce.core.ScanIterator;
 import io.lettuce.core.ScriptOutputType;
 import io.lettuce.core.api.StatefulConnection;
 import io.lettuce.core.api.StatefulRedisConnection;
-import io.lettuce.core.api.sync.RedisKeyCommands;
-import io.lettuce.core.api.sync.RedisScriptingCommands;
+import io.lettuce.core.api.sync.RedisServerCommands;
 import io.lettuce.core.cluster.RedisClusterClient;
 import io.lettuce.core.cluster.api.StatefulRedisClusterConnection;
+import io.lettuce.core.cluster.api.sync.RedisClusterCommands;
+import io.lettuce.core.codec.StringCodec;
+import io.lettuce.core.output.ArrayOutput;
+import io.lettuce.core.protocol.CommandArgs;
+import io.lettuce.core.protocol.ProtocolKeyword;
 import io.lettuce.core.pubsub.RedisPubSubAdapter;
 import io.lettuce.core.pubsub.StatefulRedisPubSubConnection;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.TreeSet;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedDeque;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
 import java.util.function.Function;
+import java.util.function.Predicate;
 import java.util.function.Supplier;
 import java.util.regex.Pattern;
 import org.slf4j.Logger;
@@ -47,16 +56,23 @@ import org.slf4j.LoggerFactory;
  *
  * <ul>
  *   <li>acquire: grant if the lease key is absent (Redis removed it at its {@code PX} expiry, so
- *       expiry is the server's clock) or already held by the same owner; a new grant takes the next
- *       value of a per-key fence counter that has no TTL;
+ *       expiry is the server's clock) or already held by the same owner; a new grant's fence is
+ *       {@code max(counter + 1, server TIME in microseconds)}, and the counter keeps it for {@link
+ *       Builder#fenceCounterTtl};
  *   <li>renew: compare-and-{@code PEXPIRE}; release: compare-and-delete, then {@code PUBLISH} a
  *       wake-up; force-release: delete and publish; inspect: owner, fence and TTL read at once.
  * </ul>
  *
- * <p>Fences: a fence counter that is missing (first use, or lost because Redis restarted without
- * persistence, or evicted) starts at the server's time in milliseconds times 1000, so fences never
- * go backwards across such a loss as long as the server's clock does not. Run Redis with AOF
- * ({@code appendonly yes}) to keep counters exact; nothing else is needed for safety.
+ * <p>Fences are a hybrid logical clock: the per-key counter orders grants within a microsecond,
+ * and the server's clock is a floor under every fence. So fences strictly increase also when Redis
+ * comes back with an older counter or none (a restart without persistence or from an older RDB
+ * snapshot, an AOF whose last second was never fsynced, a replica promoted before it received the
+ * last grants, an expired counter), as long as the server's clock does not go back (tests: {@code
+ * RedisFenceRecoveryTest}). Leases themselves are not kept by such a recovery: see {@link
+ * Builder#replicaAcknowledgement} for failovers.
+ *
+ * <p>The builder refuses Redis older than 5.0 and a {@code maxmemory-policy} that evicts keys
+ * (test: {@code RedisServerChecksTest}).
  *
  * <p>Wake-ups: one pub/sub connection per store, one subscription per channel however many waiters
  * in this JVM wait for it (the engine queues them). A lost message costs a waiter at most the
@@ -70,6 +86,13 @@ public final class RedisLeaseStore implements LeaseStore {
 
     private static final Logger log = LoggerFactory.getLogger(RedisLeaseStore.class);
     private static final Pattern PREFIX = Pattern.compile("[A-Za-z0-9_.:\\-]{1,64}");
+    private static final Pattern LOCAL_ADDRESS = Pattern.compile("(?:^|\\s)laddr=(\\S+)");
+
+    /** The longest owner token every Leasehold store accepts (SQL stores it in a VARCHAR(128)). */
+    static final int MAX_OWNER_LENGTH = 128;
+
+    /** How long a fence counter stays after its key's last grant unless the builder says otherwise. */
+    public static final Duration DEFAULT_FENCE_COUNTER_TTL = Duration.ofDays(1);
 
     private static final Script ACQUIRE = Script.load("acquire");
     private static final Script RENEW = Script.load("renew");
@@ -78,9 +101,14 @@ public final class RedisLeaseStore implements LeaseStore {
     private static final Script INSPECT = Script.load("inspect");
 
     private final StatefulConnection<String, String> connection;
-    private final RedisScriptingCommands<String, String> redis;
-    private final RedisKeyCommands<String, String> keyCommands;
+    private final RedisClusterCommands<String, String> redis;
     private final String keyPrefix;
+    private final String counterTtl;
+    private final Acknowledgement acknowledgement;
+    private final Supplier<StatefulRedisConnection<String, String>> writerFactory;
+    private final ConcurrentLinkedDeque<StatefulRedisConnection<String, String>> writers =
+            new ConcurrentLinkedDeque<>();
+    private volatile boolean storeClosed;
     private final Supplier<StatefulRedisPubSubConnection<String, String>> pubSubFactory;
     private final RedisKeys keys;
     private final String name;
@@ -92,8 +120,10 @@ public final class RedisLeaseStore implements LeaseStore {
     private RedisLeaseStore(Builder builder) {
         this.connection = builder.connection;
         this.redis = builder.commands;
-        this.keyCommands = builder.keyCommands;
         this.keyPrefix = builder.keyPrefix;
+        this.counterTtl = Long.toString(builder.fenceCounterTtl.toMillis());
+        this.acknowledgement = builder.acknowledgement;
+        this.writerFactory = builder.writerFactory;
         this.pubSubFactory = builder.pubSubFactory;
         this.keys = new RedisKeys(builder.keyPrefix);
         this.name = builder.name;
@@ -113,9 +143,11 @@ public final class RedisLeaseStore implements LeaseStore {
         return new Builder(
                 () -> {
                     StatefulRedisConnection<String, String> connection = client.connect();
-                    return new Builder.Connection(connection, connection.sync(), connection.sync());
+                    return new Builder.Connection(
+                            connection, connection.sync(), () -> Map.of(address(connection.sync()), connection.sync()));
                 },
                 client::connectPubSub,
+                client::connect,
                 "redis");
     }
 
@@ -125,9 +157,21 @@ public final class RedisLeaseStore implements LeaseStore {
         return new Builder(
                 () -> {
                     StatefulRedisClusterConnection<String, String> connection = client.connect();
-                    return new Builder.Connection(connection, connection.sync(), connection.sync());
+                    return new Builder.Connection(connection, connection.sync(), () -> {
+                        Map<String, RedisServerCommands<String, String>> masters = new LinkedHashMap<>();
+                        connection
+                                .sync()
+                                .upstream()
+                                .asMap()
+                                .forEach((node, commands) -> masters.put(
+                                        node.getUri().getHost() + ":"
+                                                + node.getUri().getPort(),
+                                        commands));
+                        return masters;
+                    });
                 },
                 client::connectPubSub,
+                null,
                 "redis-cluster");
     }
 
@@ -135,11 +179,24 @@ public final class RedisLeaseStore implements LeaseStore {
     public AcquireResult tryAcquire(LockKey key, String owner, Duration leaseFor) {
         checkOwner(key, owner);
         String millis = millis(leaseFor);
-        List<Object> reply = call(
+        String[] scriptKeys = {keys.lease(key), keys.fence(key)};
+        List<Object> reply = write(
                 "acquire",
                 key,
-                () -> ACQUIRE.run(
-                        redis, ScriptOutputType.MULTI, new String[] {keys.lease(key), keys.fence(key)}, owner, millis));
+                commands -> ACQUIRE.run(commands, ScriptOutputType.MULTI, scriptKeys, owner, millis, counterTtl),
+                granted -> asLong(granted.get(0)) == 1,
+                granted -> {
+                    if (asLong(granted.get(5)) == 1) {
+                        RELEASE.run(
+                                redis,
+                                ScriptOutputType.INTEGER,
+                                new String[] {keys.lease(key)},
+                                owner,
+                                keys.channel(key));
+                        return "the grant was released again";
+                    }
+                    return "the lease, held before by the same owner, is kept";
+                });
         if (asLong(reply.get(0)) == 1) {
             return new AcquireResult.Granted(grant(reply, 1));
         }
@@ -150,10 +207,12 @@ public final class RedisLeaseStore implements LeaseStore {
     public Optional<Grant> renew(LockKey key, String owner, Duration leaseFor) {
         checkOwner(key, owner);
         String millis = millis(leaseFor);
-        List<Object> reply = call(
+        List<Object> reply = write(
                 "renew",
                 key,
-                () -> RENEW.run(redis, ScriptOutputType.MULTI, new String[] {keys.lease(key)}, owner, millis));
+                commands -> RENEW.run(commands, ScriptOutputType.MULTI, new String[] {keys.lease(key)}, owner, millis),
+                renewed -> !renewed.isEmpty(),
+                renewed -> "the renewal stays on the master");
         return reply.isEmpty() ? Optional.empty() : Optional.of(grant(reply, 0));
     }
 
@@ -192,8 +251,8 @@ public final class RedisLeaseStore implements LeaseStore {
         String pattern = glob(keyPrefix) + "\\{" + glob(namespace) + ":*\\}";
         TreeSet<String> rendered = new TreeSet<>();
         try {
-            ScanIterator<String> scan = ScanIterator.scan(
-                    keyCommands, ScanArgs.Builder.matches(pattern).limit(500));
+            ScanIterator<String> scan =
+                    ScanIterator.scan(redis, ScanArgs.Builder.matches(pattern).limit(500));
             while (scan.hasNext() && rendered.size() < limit) {
                 String leaseKey = scan.next();
                 rendered.add(leaseKey.substring(leaseKey.indexOf('{') + 1, leaseKey.lastIndexOf('}')));
@@ -336,7 +395,72 @@ public final class RedisLeaseStore implements LeaseStore {
         } finally {
             subscriptions.unlock();
         }
+        storeClosed = true;
+        for (StatefulRedisConnection<String, String> writer; (writer = writers.poll()) != null; ) {
+            writer.close();
+        }
         connection.close();
+    }
+
+    /**
+     * Runs a script that may write, on the shared connection; with an acknowledgement configured,
+     * on a connection of its own (WAIT counts the writes of the connection it is sent on, and
+     * blocks it), then waits for the acknowledgements. When they fall short, {@code onShortfall}
+     * undoes what it can and says what it did, and a {@link ReplicaAcknowledgementException} is
+     * thrown.
+     */
+    private <T> T write(
+            String operation,
+            LockKey key,
+            Function<RedisClusterCommands<String, String>, T> script,
+            Predicate<T> wrote,
+            Function<T, String> onShortfall) {
+        if (acknowledgement == null) {
+            return call(operation, key, () -> script.apply(redis));
+        }
+        StatefulRedisConnection<String, String> writer = writers.poll();
+        boolean reusable = false;
+        try {
+            if (writer == null) {
+                writer = writerFactory.get();
+            }
+            T result = script.apply(writer.sync());
+            if (wrote.test(result)) {
+                Shortfall shortfall = acknowledgement.await(writer.sync());
+                if (shortfall != null) {
+                    String outcome;
+                    try {
+                        outcome = onShortfall.apply(result);
+                    } catch (RedisException e) {
+                        outcome = "undoing it failed too (" + e.getMessage() + ")";
+                    }
+                    reusable = true;
+                    throw new ReplicaAcknowledgementException(
+                            operation,
+                            key.render(),
+                            ReplicaAcknowledgementException.detail(
+                                    shortfall.what(),
+                                    shortfall.required(),
+                                    shortfall.acknowledged(),
+                                    acknowledgement.timeout(),
+                                    outcome),
+                            shortfall.required(),
+                            shortfall.acknowledged());
+                }
+            }
+            reusable = true;
+            return result;
+        } catch (RedisException e) {
+            throw new LeaseStoreException(operation, key.render(), e);
+        } finally {
+            if (writer != null) {
+                if (reusable && !storeClosed) {
+                    writers.push(writer);
+                } else {
+                    writer.close();
+                }
+            }
+        }
     }
 
     private <T> T call(String operation, LockKey key, Supplier<T> command) {
@@ -370,7 +494,66 @@ public final class RedisLeaseStore implements LeaseStore {
         if (owner == null || owner.isBlank()) {
             throw new IllegalArgumentException("owner token is missing or blank");
         }
+        if (owner.length() > MAX_OWNER_LENGTH) {
+            throw new IllegalArgumentException(
+                    "owner token must be at most " + MAX_OWNER_LENGTH + " characters, was " + owner.length());
+        }
     }
+
+    /** The server's own address as it reports it ({@code CLIENT INFO}, Redis 6.2+), for messages. */
+    private static String address(RedisClusterCommands<String, String> commands) {
+        try {
+            java.util.regex.Matcher matcher = LOCAL_ADDRESS.matcher(commands.clientInfo());
+            if (matcher.find()) {
+                return matcher.group(1);
+            }
+        } catch (RedisException e) {
+            // older servers have no CLIENT INFO; the message names no address then
+        }
+        return "the configured address";
+    }
+
+    /** Who must acknowledge a write, and how the store asks: {@code WAIT} or {@code WAITAOF}. */
+    record Acknowledgement(boolean aof, int local, int replicas, Duration timeout) {
+
+        private static final ProtocolKeyword WAITAOF = new ProtocolKeyword() {
+            @Override
+            public byte[] getBytes() {
+                return "WAITAOF".getBytes(StandardCharsets.US_ASCII);
+            }
+
+            @Override
+            public String toString() {
+                return "WAITAOF";
+            }
+        };
+
+        /** Null when every acknowledgement arrived, else what fell short. */
+        Shortfall await(RedisClusterCommands<String, String> commands) {
+            if (!aof) {
+                long acknowledged = commands.waitForReplication(replicas, timeout.toMillis());
+                return acknowledged >= replicas
+                        ? null
+                        : new Shortfall("replicas (WAIT " + replicas + " " + timeout.toMillis() + ")", replicas, (int)
+                                acknowledged);
+            }
+            List<Object> reply = commands.dispatch(
+                    WAITAOF,
+                    new ArrayOutput<>(StringCodec.UTF8),
+                    new CommandArgs<>(StringCodec.UTF8).add(local).add(replicas).add(timeout.toMillis()));
+            int localDone = (int) asLong(reply.get(0));
+            int replicasDone = (int) asLong(reply.get(1));
+            if (localDone >= local && replicasDone >= replicas) {
+                return null;
+            }
+            String command = "WAITAOF " + local + " " + replicas + " " + timeout.toMillis();
+            return localDone < local
+                    ? new Shortfall("local AOF fsyncs (" + command + ")", local, localDone)
+                    : new Shortfall("replica AOF fsyncs (" + command + ")", replicas, replicasDone);
+        }
+    }
+
+    record Shortfall(String what, int required, int acknowledged) {}
 
     private static String millis(Duration leaseFor) {
         Objects.requireNonNull(leaseFor, "leaseFor is missing (null)");
@@ -422,27 +605,32 @@ public final class RedisLeaseStore implements LeaseStore {
         }
     }
 
-    /** Builds a {@link RedisLeaseStore}; opens its command connection in {@link #build()}. */
+    /** Builds a {@link RedisLeaseStore}; opens its command connection and checks the servers in {@link #build()}. */
     public static final class Builder {
         record Connection(
                 StatefulConnection<String, String> connection,
-                RedisScriptingCommands<String, String> commands,
-                RedisKeyCommands<String, String> keys) {}
+                RedisClusterCommands<String, String> commands,
+                Supplier<Map<String, RedisServerCommands<String, String>>> servers) {}
 
         private final Supplier<Connection> connector;
         private final Supplier<StatefulRedisPubSubConnection<String, String>> pubSubFactory;
+        private final Supplier<StatefulRedisConnection<String, String>> writerFactory;
         private final String name;
         private String keyPrefix = "leasehold:";
+        private Duration fenceCounterTtl = DEFAULT_FENCE_COUNTER_TTL;
+        private boolean allowEviction;
+        private Acknowledgement acknowledgement;
         private StatefulConnection<String, String> connection;
-        private RedisScriptingCommands<String, String> commands;
-        private RedisKeyCommands<String, String> keyCommands;
+        private RedisClusterCommands<String, String> commands;
 
         private Builder(
                 Supplier<Connection> connector,
                 Supplier<StatefulRedisPubSubConnection<String, String>> pubSubFactory,
+                Supplier<StatefulRedisConnection<String, String>> writerFactory,
                 String name) {
             this.connector = connector;
             this.pubSubFactory = pubSubFactory;
+            this.writerFactory = writerFactory;
             this.name = name;
         }
 
@@ -462,20 +650,131 @@ public final class RedisLeaseStore implements LeaseStore {
         }
 
         /**
-         * Connects and returns the store.
+         * How long a key's fence counter stays after the key's last grant (default {@link
+         * #DEFAULT_FENCE_COUNTER_TTL}, at least 1 s), so that keys used once do not stay in Redis
+         * for ever. Fences stay increasing when a counter expires: every fence is at least the
+         * server's clock in microseconds.
+         *
+         * @throws IllegalArgumentException if it is shorter than 1 s
+         */
+        public Builder fenceCounterTtl(Duration ttl) {
+            Objects.requireNonNull(ttl, "fenceCounterTtl is missing (null)");
+            if (ttl.compareTo(Duration.ofSeconds(1)) < 0) {
+                throw new IllegalArgumentException("fenceCounterTtl must be at least 1 s, was " + ttl);
+            }
+            this.fenceCounterTtl = ttl;
+            return this;
+        }
+
+        /**
+         * Accepts a server whose {@code maxmemory-policy} evicts keys ({@code allkeys-*}, {@code
+         * volatile-*}), which {@link #build()} otherwise refuses: under memory pressure such a server
+         * may drop a held lease, and the key is then granted to a second holder (fences still
+         * increase).
+         */
+        public Builder allowEvictingMemoryPolicy() {
+            this.allowEviction = true;
+            return this;
+        }
+
+        /**
+         * After every grant and renewal, {@code WAIT replicas timeout}: the operation returns only
+         * once that many replicas have it, so a failover to one of them cannot forget it. When fewer
+         * answer in time, a new grant is released again (best effort) and the call throws {@link
+         * ReplicaAcknowledgementException} naming the shortfall; a renewal throws it too (the engine
+         * retries). Standalone and Sentinel only. {@code timeout} must be shorter than the
+         * client's command timeout.
+         *
+         * @throws IllegalArgumentException if {@code replicas < 1} or the timeout is not positive
+         */
+        public Builder replicaAcknowledgement(int replicas, Duration timeout) {
+            this.acknowledgement = acknowledgement(false, 0, replicas, timeout);
+            return this;
+        }
+
+        /**
+         * Like {@link #replicaAcknowledgement}, with {@code WAITAOF local replicas timeout} (Redis
+         * 7.2 and later): the operation returns only once it is fsynced to the master's AOF ({@code
+         * local} = 1) and to that many replicas' AOFs.
+         *
+         * @throws IllegalArgumentException if {@code local} is not 0 or 1, {@code replicas < 0},
+         *     both are 0, or the timeout is not positive
+         */
+        public Builder aofAcknowledgement(int local, int replicas, Duration timeout) {
+            if (local != 0 && local != 1) {
+                throw new IllegalArgumentException("local must be 0 or 1 (the master's own AOF), was " + local);
+            }
+            if (local == 0 && replicas == 0) {
+                throw new IllegalArgumentException("aofAcknowledgement needs local = 1 or replicas >= 1");
+            }
+            this.acknowledgement = acknowledgement(true, local, replicas, timeout);
+            return this;
+        }
+
+        private static Acknowledgement acknowledgement(boolean aof, int local, int replicas, Duration timeout) {
+            Objects.requireNonNull(timeout, "acknowledgement timeout is missing (null)");
+            if (replicas < (aof ? 0 : 1)) {
+                throw new IllegalArgumentException("replicas must be at least " + (aof ? 0 : 1) + ", was " + replicas);
+            }
+            if (timeout.toMillis() < 1) {
+                throw new IllegalArgumentException("acknowledgement timeout must be at least 1 ms, was " + timeout);
+            }
+            return new Acknowledgement(aof, local, replicas, timeout);
+        }
+
+        /**
+         * Connects, checks every server the store writes to (every master of a cluster), and
+         * returns the store. Refused: Redis older than 5.0 (scripts read {@code TIME} before they
+         * write); a {@code maxmemory-policy} that evicts, unless {@link #allowEvictingMemoryPolicy()};
+         * {@link #aofAcknowledgement} on Redis older than 7.2; an acknowledgement on a cluster or
+         * with a timeout not shorter than the command timeout. A server that refuses {@code CONFIG
+         * GET} or {@code INFO} is logged and accepted.
          *
          * @throws LeaseStoreException if Redis cannot be reached
+         * @throws IllegalStateException naming the server and what is wrong with it
          */
         public RedisLeaseStore build() {
+            if (acknowledgement != null && writerFactory == null) {
+                throw new IllegalStateException("replica acknowledgement (WAIT/WAITAOF) is supported on standalone and"
+                        + " Sentinel stores only: a cluster connection cannot send WAIT on the connection that wrote"
+                        + " the grant");
+            }
+            Connection opened;
             try {
-                Connection opened = connector.get();
-                this.connection = opened.connection();
-                this.commands = opened.commands();
-                this.keyCommands = opened.keys();
+                opened = connector.get();
             } catch (RedisException e) {
                 throw new LeaseStoreException("connect", "(any)", e);
             }
+            try {
+                check(opened);
+            } catch (RuntimeException e) {
+                opened.connection().close();
+                throw e instanceof RedisException redisFailure
+                        ? new LeaseStoreException("connect", "(any)", redisFailure)
+                        : e;
+            }
+            this.connection = opened.connection();
+            this.commands = opened.commands();
             return new RedisLeaseStore(this);
+        }
+
+        private void check(Connection opened) {
+            if (acknowledgement != null
+                    && acknowledgement.timeout().compareTo(opened.connection().getTimeout()) >= 0) {
+                throw new IllegalStateException("the acknowledgement timeout ("
+                        + acknowledgement.timeout().toMillis()
+                        + " ms) must be shorter than the client's command timeout ("
+                        + opened.connection().getTimeout().toMillis() + " ms), or the client gives up first");
+            }
+            boolean aof = acknowledgement != null && acknowledgement.aof();
+            opened.servers().get().forEach((server, serverCommands) -> {
+                ServerChecks.checkVersion(
+                        server,
+                        serverCommands,
+                        aof ? ServerChecks.WAITAOF : ServerChecks.MINIMUM,
+                        "aofAcknowledgement (WAITAOF)");
+                ServerChecks.checkEviction(server, serverCommands, allowEviction);
+            });
         }
     }
 }

@@ -8,6 +8,9 @@ import io.lettuce.core.RedisClient;
 import io.lettuce.core.api.StatefulRedisConnection;
 import java.io.IOException;
 import java.net.ServerSocket;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.util.Optional;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -15,10 +18,14 @@ import redis.embedded.RedisServer;
 
 /**
  * The Redis store on the embedded server that a machine without Redis falls back to (Redis 6.2
- * from the {@code embedded-redis} artifact), run even where a local server exists.
+ * from the {@code embedded-redis} artifact), run even where a local server exists. The server is
+ * the test's own, so it also simulates a restore of older state: {@code SAVE}, and later a restart
+ * from that snapshot.
  */
 class EmbeddedRedisConformanceTest extends LeaseStoreConformance {
 
+    private static int port;
+    private static Path dir;
     private static RedisServer server;
     private static RedisClient client;
     private static StatefulRedisConnection<String, String> probe;
@@ -26,14 +33,25 @@ class EmbeddedRedisConformanceTest extends LeaseStoreConformance {
 
     @BeforeAll
     static void start() throws IOException {
-        int port;
         try (ServerSocket socket = new ServerSocket(0)) {
             port = socket.getLocalPort();
         }
-        server = new RedisServer(port);
+        dir = Files.createTempDirectory("leasehold-embedded-redis");
+        server = newServer();
         server.start();
         client = RedisClient.create("redis://127.0.0.1:" + port);
         probe = client.connect();
+    }
+
+    private static RedisServer newServer() throws IOException {
+        return RedisServer.newRedisServer()
+                .port(port)
+                .bind("127.0.0.1")
+                .setting("save \"\"")
+                .setting("appendonly no")
+                .setting("dir " + dir)
+                .setting("dbfilename dump.rdb")
+                .build();
     }
 
     @AfterAll
@@ -55,5 +73,19 @@ class EmbeddedRedisConformanceTest extends LeaseStoreConformance {
     @Override
     protected Optional<RawLease> rawLease(LockKey key) {
         return RedisRaw.read(probe.sync(), KEYS.lease(key));
+    }
+
+    /** {@code SAVE} now; the restore restarts the server from that snapshot. */
+    @Override
+    protected Optional<OlderState> simulateRestoreFromOlderState() throws IOException {
+        probe.sync().save();
+        Path older = dir.resolve("older.rdb");
+        Files.copy(dir.resolve("dump.rdb"), older, StandardCopyOption.REPLACE_EXISTING);
+        return Optional.of(() -> {
+            server.stop();
+            Files.copy(older, dir.resolve("dump.rdb"), StandardCopyOption.REPLACE_EXISTING);
+            server = newServer();
+            server.start();
+        });
     }
 }

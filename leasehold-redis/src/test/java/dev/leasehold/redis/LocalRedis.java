@@ -166,6 +166,34 @@ final class LocalRedis implements AutoCloseable {
         return output;
     }
 
+    /** A client of the server on {@code port}, with a 2 s command timeout; the caller shuts it down. */
+    static io.lettuce.core.RedisClient client(int port) {
+        return io.lettuce.core.RedisClient.create(io.lettuce.core.RedisURI.builder()
+                .withHost("127.0.0.1")
+                .withPort(port)
+                .withTimeout(Duration.ofSeconds(2))
+                .build());
+    }
+
+    /** Sends {@code signal} (such as {@code STOP}, {@code CONT}) to a process with {@code kill}. */
+    static void signal(Process process, String signal) throws IOException, InterruptedException {
+        Process kill = new ProcessBuilder("kill", "-" + signal, String.valueOf(process.pid()))
+                .redirectErrorStream(true)
+                .start();
+        String output = new String(kill.getInputStream().readAllBytes(), StandardCharsets.UTF_8);
+        if (!kill.waitFor(10, TimeUnit.SECONDS) || kill.exitValue() != 0) {
+            throw new IOException("kill -" + signal + " " + process.pid() + " failed: " + output);
+        }
+    }
+
+    /** Kills a server with {@code SIGKILL} (no save, no AOF flush) and waits until it is gone. */
+    static void crash(Process process) throws InterruptedException {
+        process.destroyForcibly();
+        if (!process.waitFor(10, TimeUnit.SECONDS)) {
+            throw new IllegalStateException("redis-server " + process.pid() + " survived SIGKILL for 10 s");
+        }
+    }
+
     /**
      * Waits for a topology change; when it does not happen in time, the failure carries the tail of
      * every server and sentinel log of this test, so a slow or broken failover can be read from the

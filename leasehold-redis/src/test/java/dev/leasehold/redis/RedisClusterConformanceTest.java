@@ -105,4 +105,45 @@ class RedisClusterConformanceTest extends LeaseStoreConformance {
             assertThat(rawLease(k)).isEmpty();
         }
     }
+
+    /**
+     * Keys whose lease keys hash to one slot (so one node holds them all, in one slot a migration
+     * moves together) are batched like any others: all or nothing, each with its own fence.
+     */
+    @Test
+    void batchOfKeysInOneSlotIsAllOrNothing() throws InterruptedException {
+        List<LockKey> sameSlot = new java.util.ArrayList<>();
+        int slot = SlotHash.getSlot(KEYS.lease(key("s0")));
+        for (int i = 0; sameSlot.size() < 3 && i < 1_000_000; i++) {
+            LockKey candidate = key("s" + i);
+            if (SlotHash.getSlot(KEYS.lease(candidate)) == slot) {
+                sameSlot.add(candidate);
+            }
+        }
+        assertThat(sameSlot).hasSize(3);
+        String stranger = dev.leasehold.LockOwner.create("stranger").token();
+        assertThat(store.tryAcquire(sameSlot.get(2), stranger, Duration.ofSeconds(30)))
+                .isInstanceOf(dev.leasehold.spi.AcquireResult.Granted.class);
+        var options = dev.leasehold.LeaseOptions.defaults().withWait(Duration.ofMillis(50));
+        assertThat(org.assertj.core.api.Assertions.catchThrowable(
+                        () -> service().acquireAll(sameSlot, options)))
+                .isInstanceOf(dev.leasehold.LockBusyException.class);
+        assertThat(rawLease(sameSlot.get(0)))
+                .as("released after the batch failed")
+                .isEmpty();
+        assertThat(rawLease(sameSlot.get(1)))
+                .as("released after the batch failed")
+                .isEmpty();
+
+        assertThat(store.release(sameSlot.get(2), stranger)).isTrue();
+        try (var group = service().acquireAll(sameSlot, options)) {
+            assertThat(group.leases()).extracting(dev.leasehold.Lease::fence).doesNotHaveDuplicates();
+            for (LockKey k : sameSlot) {
+                assertThat(rawLease(k)).isPresent();
+            }
+        }
+        for (LockKey k : sameSlot) {
+            assertThat(rawLease(k)).isEmpty();
+        }
+    }
 }

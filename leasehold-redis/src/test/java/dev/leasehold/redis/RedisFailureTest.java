@@ -140,19 +140,45 @@ class RedisFailureTest {
     }
 
     @Test
-    void eachOperationIsOneScriptCall() {
+    void eachOperationIsOneScriptCallAndOneRoundTrip() {
         LockKey key = LockKey.of("borrow", "B-commands");
         try (StatefulRedisConnection<String, String> raw = client.connect()) {
             raw.sync().configResetstat();
             String owner = LockOwner.create("t").token();
-            store.tryAcquire(key, owner, Duration.ofSeconds(30));
-            store.renew(key, owner, Duration.ofSeconds(30));
-            store.inspect(key);
-            store.release(key, owner);
-            store.forceRelease(key);
+            List<Long> roundTrips = new java.util.ArrayList<>();
+            roundTrips.add(roundTrips(raw, () -> store.tryAcquire(key, owner, Duration.ofSeconds(30))));
+            roundTrips.add(roundTrips(raw, () -> store.tryAcquire(key, "someone-else-000", Duration.ofSeconds(30))));
+            roundTrips.add(roundTrips(raw, () -> store.renew(key, owner, Duration.ofSeconds(30))));
+            roundTrips.add(roundTrips(raw, () -> store.inspect(key)));
+            roundTrips.add(roundTrips(raw, () -> store.release(key, owner)));
+            roundTrips.add(roundTrips(raw, () -> store.forceRelease(key)));
+            assertThat(roundTrips)
+                    .as("requests the server read for acquire, busy acquire, renew, inspect, release, force-release")
+                    .containsExactly(1L, 1L, 1L, 1L, 1L, 1L);
             String stats = raw.sync().info("commandstats");
-            assertThat(stats).contains("cmdstat_evalsha:calls=5,");
+            assertThat(stats).contains("cmdstat_evalsha:calls=6,");
             assertThat(stats).doesNotContain("cmdstat_eval:");
         }
+    }
+
+    /**
+     * The requests the server read from clients during {@code operation} ({@code
+     * total_reads_processed}; each INFO counts its own read, so one is taken off).
+     */
+    private static long roundTrips(StatefulRedisConnection<String, String> raw, Runnable operation) {
+        long before = readsProcessed(raw);
+        operation.run();
+        return readsProcessed(raw) - before - 1;
+    }
+
+    private static long readsProcessed(StatefulRedisConnection<String, String> raw) {
+        return raw.sync()
+                .info("stats")
+                .lines()
+                .filter(line -> line.startsWith("total_reads_processed:"))
+                .mapToLong(line ->
+                        Long.parseLong(line.substring(line.indexOf(':') + 1).trim()))
+                .findFirst()
+                .orElseThrow();
     }
 }

@@ -1,8 +1,5 @@
 package dev.leasehold.spring;
 
-import com.fasterxml.jackson.databind.JavaType;
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.leasehold.LockBusyException;
 import dev.leasehold.spring.retry.RetryHandler;
 import dev.leasehold.spring.retry.RetryQueue;
@@ -40,7 +37,7 @@ final class DelayedRetries implements RetryHandler, SmartLifecycle {
 
     private final RetryQueue queue;
     private final ApplicationContext context;
-    private final ObjectMapper mapper;
+    private final LeaseholdJson json;
     private final LeaseholdProperties.Retry settings;
     private final RetryLedger ledger;
     private final Consumer<String> events;
@@ -50,13 +47,13 @@ final class DelayedRetries implements RetryHandler, SmartLifecycle {
     DelayedRetries(
             RetryQueue queue,
             ApplicationContext context,
-            ObjectMapper mapper,
+            LeaseholdJson json,
             LeaseholdProperties.Retry settings,
             RetryLedger ledger,
             Consumer<String> events) {
         this.queue = queue;
         this.context = context;
-        this.mapper = mapper;
+        this.json = json;
         this.settings = settings;
         this.ledger = ledger;
         this.events = events;
@@ -84,10 +81,12 @@ final class DelayedRetries implements RetryHandler, SmartLifecycle {
         }
         String arguments;
         try {
-            arguments = mapper.writeValueAsString(invocation.getArguments());
-        } catch (com.fasterxml.jackson.core.JsonProcessingException e) {
+            arguments = new String(json.write(invocation.getArguments()), java.nio.charset.StandardCharsets.UTF_8);
+        } catch (LeaseholdJson.JsonFailure e) {
             throw new IllegalStateException(
-                    "RETRY_LATER cannot store the arguments of " + method.getName() + " as JSON", e);
+                    "RETRY_LATER cannot store the arguments of " + method.getName() + " as JSON with "
+                            + json.describe() + ": " + e.getMessage(),
+                    e);
         }
         String key = RetryTask.keyOf(
                 retryKey != null
@@ -146,7 +145,7 @@ final class DelayedRetries implements RetryHandler, SmartLifecycle {
             bean = context.getBean(task.bean());
             method = findMethod(ClassUtils.getUserClass(bean), task.method(), task.parameterTypes());
             arguments = arguments(method, task.arguments());
-        } catch (RuntimeException | ClassNotFoundException | com.fasterxml.jackson.core.JsonProcessingException e) {
+        } catch (RuntimeException | ClassNotFoundException e) {
             entry.failed(String.valueOf(e));
             park(task, "cannot call " + task.bean() + "." + task.method() + " again: " + e);
             return;
@@ -195,14 +194,8 @@ final class DelayedRetries implements RetryHandler, SmartLifecycle {
                 error);
     }
 
-    private Object[] arguments(Method method, String json) throws com.fasterxml.jackson.core.JsonProcessingException {
-        JsonNode array = mapper.readTree(json);
-        Object[] arguments = new Object[method.getParameterCount()];
-        for (int i = 0; i < arguments.length; i++) {
-            JavaType type = mapper.constructType(method.getGenericParameterTypes()[i]);
-            arguments[i] = mapper.treeToValue(array.get(i), type);
-        }
-        return arguments;
+    private Object[] arguments(Method method, String arguments) {
+        return json.readArray(arguments, method.getGenericParameterTypes());
     }
 
     private static Method findMethod(Class<?> type, String name, List<String> types) throws ClassNotFoundException {

@@ -1,40 +1,54 @@
 package dev.leasehold.spring;
 
-import com.fasterxml.jackson.databind.JavaType;
-import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.leasehold.LeaseholdException;
 import dev.leasehold.LockKey;
 import dev.leasehold.idempotency.CanonicalJson;
+import dev.leasehold.idempotency.CommitOutcomeUnknownException;
 import dev.leasehold.idempotency.IdempotencyConflictException;
+import dev.leasehold.idempotency.IdempotencyKeys;
 import dev.leasehold.idempotency.IdempotentExecutor;
-import dev.leasehold.idempotency.StoredResponse;
+import dev.leasehold.idempotency.InvalidIdempotencyKeyException;
 import java.lang.reflect.Method;
-import java.lang.reflect.ParameterizedType;
-import java.lang.reflect.Type;
-import java.util.concurrent.atomic.AtomicReference;
+import java.nio.charset.StandardCharsets;
+import java.sql.Connection;
 import java.util.function.Consumer;
 import java.util.function.Supplier;
+import javax.sql.DataSource;
 import org.aopalliance.intercept.MethodInterceptor;
 import org.aopalliance.intercept.MethodInvocation;
 import org.springframework.aop.support.AopUtils;
 import org.springframework.core.annotation.AnnotatedElementUtils;
 import org.springframework.expression.EvaluationContext;
+import org.springframework.jdbc.datasource.DataSourceUtils;
+import org.springframework.transaction.PlatformTransactionManager;
+import org.springframework.transaction.TransactionStatus;
+import org.springframework.transaction.UnexpectedRollbackException;
+import org.springframework.transaction.support.DefaultTransactionDefinition;
+import org.springframework.transaction.support.TransactionSynchronization;
+import org.springframework.transaction.support.TransactionSynchronizationManager;
 
-/** Runs {@link Idempotent} methods through the {@link IdempotentExecutor}. Thread-safe. */
+/**
+ * Runs {@link Idempotent} methods: claims the request record, runs the method in a transaction of
+ * the application's transaction manager (joining the caller's), writes the SUCCESS mark in that
+ * transaction, and settles the record when the transaction ends. Thread-safe.
+ */
 final class IdempotentInterceptor implements MethodInterceptor {
 
-    private final Supplier<IdempotentExecutor> executor;
-    private final ObjectMapper mapper;
+    /** Where the interceptor finds what it needs, resolved on first use. */
+    record Services(
+            IdempotentExecutor executor,
+            LeaseholdJson json,
+            PlatformTransactionManager transactions,
+            DataSource dataSource) {}
+
+    private final Supplier<Services> services;
     private final LeaseholdProperties properties;
     private final Consumer<String> outcomes;
     private final KeyExpressions expressions = new KeyExpressions();
+    private volatile IdempotentResponses responses;
 
-    IdempotentInterceptor(
-            Supplier<IdempotentExecutor> executor,
-            ObjectMapper mapper,
-            LeaseholdProperties properties,
-            Consumer<String> outcomes) {
-        this.executor = executor;
-        this.mapper = mapper;
+    IdempotentInterceptor(Supplier<Services> services, LeaseholdProperties properties, Consumer<String> outcomes) {
+        this.services = services;
         this.properties = properties;
         this.outcomes = outcomes;
     }
@@ -60,13 +74,19 @@ final class IdempotentInterceptor implements MethodInterceptor {
                     "this request needs an " + properties.getIdempotency().getHeader()
                             + " header (a unique key per logical request, reused on retries)");
         }
-        String scope = idempotent.scope().isEmpty()
-                ? targetClass.getSimpleName() + "." + specific.getName()
-                : KeyExpressions.text(expressions.value(idempotent.scope(), context));
+        try {
+            IdempotencyKeys.check(key);
+        } catch (InvalidIdempotencyKeyException e) {
+            outcomes.accept("invalid_key");
+            throw e;
+        }
+        Services s = services.get();
+        IdempotentResponses answers = responses(s);
+        String scope = scope(idempotent, targetClass, specific, context);
         Object payload = idempotent.payload().isEmpty()
-                ? invocation.getArguments()
+                ? IdempotentScopes.payload(specific, invocation.getArguments())
                 : expressions.value(idempotent.payload(), context);
-        String fingerprint = CanonicalJson.fingerprint(mapper.writeValueAsString(payload));
+        String fingerprint = fingerprint(s.json(), payload, specific);
         LockKey session = null;
         if (!idempotent.session().isEmpty()) {
             try {
@@ -75,80 +95,202 @@ final class IdempotentInterceptor implements MethodInterceptor {
                 throw new InvalidLockKeyException(e.getMessage(), e);
             }
         }
+        Class<?> returnType = specific.getReturnType();
+        boolean handler =
+                WebRequests.isHandler(specific) && (returnType == void.class || !returnType.isPrimitive());
 
-        AtomicReference<Object> result = new AtomicReference<>();
-        IdempotentExecutor.Outcome outcome;
-        try {
-            outcome = executor.get()
-                    .execute(
-                            new IdempotentExecutor.Submission(
-                                    scope,
-                                    key,
-                                    fingerprint,
-                                    session,
-                                    properties.getLock().getLeaseTime()),
-                            requestContext -> {
-                                Object value;
-                                try {
-                                    value = invocation.proceed();
-                                } catch (Exception e) {
-                                    throw e;
-                                } catch (Throwable t) {
-                                    throw new IllegalStateException(t);
-                                }
-                                result.set(value);
-                                return store(value);
-                            });
-        } catch (IdempotencyConflictException e) {
-            outcomes.accept("taken_over");
-            throw e;
-        } catch (Exception e) {
-            outcomes.accept("failed");
-            throw e;
-        }
-        if (outcome instanceof IdempotentExecutor.Completed done) {
-            if (!done.replayed()) {
-                outcomes.accept("executed");
-                return result.get();
-            }
+        IdempotentExecutor.Start start = s.executor()
+                .start(new IdempotentExecutor.Submission(
+                        scope, key, fingerprint, session, properties.getLock().getLeaseTime()));
+        if (start instanceof IdempotentExecutor.Completed done) {
             outcomes.accept("replayed");
-            WebRequests.markReplayed();
-            return replay(done.response(), specific);
+            if (handler) {
+                WebRequests.write(done.response(), done.response().headers(), true);
+                return null;
+            }
+            return answers.value(done.response(), specific);
         }
-        if (outcome instanceof IdempotentExecutor.Conflict conflict) {
+        if (start instanceof IdempotentExecutor.Conflict conflict) {
             outcomes.accept(conflict.reason().name().toLowerCase(java.util.Locale.ROOT));
             String message = conflict.reason() == IdempotencyConflictException.Reason.SESSION_BUSY
                     ? "the session still has a message in progress; wait for it and retry"
                     : "request " + key + " is in progress; do not resubmit, poll for its result";
             throw new IdempotencyConflictException(conflict.reason(), message);
         }
-        outcomes.accept("mismatch");
-        throw new IdempotencyKeyReusedException(key);
+        if (start instanceof IdempotentExecutor.Mismatch) {
+            outcomes.accept("mismatch");
+            throw new IdempotencyKeyReusedException(key);
+        }
+        IdempotentExecutor.Execution execution = ((IdempotentExecutor.Started) start).execution();
+        return runClaimed(execution, invocation, specific, handler, key, s, answers);
     }
 
-    private StoredResponse store(Object value) throws Exception {
-        if (WebRequests.isResponseEntity(value)) {
-            return new StoredResponse(WebRequests.status(value), mapper.writeValueAsString(WebRequests.body(value)));
+    private Object runClaimed(
+            IdempotentExecutor.Execution execution,
+            MethodInvocation invocation,
+            Method method,
+            boolean handler,
+            String key,
+            Services s,
+            IdempotentResponses answers)
+            throws Throwable {
+        Settlement settlement = new Settlement(execution);
+        TransactionStatus transaction;
+        try {
+            DefaultTransactionDefinition definition = new DefaultTransactionDefinition();
+            definition.setName("leasehold-idempotent:" + method.getDeclaringClass().getSimpleName() + "."
+                    + method.getName());
+            transaction = s.transactions().getTransaction(definition);
+            if (!TransactionSynchronizationManager.isSynchronizationActive()) {
+                s.transactions().rollback(transaction);
+                throw new LeaseholdException("@Idempotent needs transaction synchronization, but the"
+                        + " transaction manager " + s.transactions().getClass().getName() + " does not activate it");
+            }
+            TransactionSynchronizationManager.registerSynchronization(settlement);
+        } catch (RuntimeException e) {
+            outcomes.accept("failed");
+            settlement.settleWithoutTransaction(e);
+            throw e;
         }
-        return new StoredResponse(200, mapper.writeValueAsString(value));
-    }
-
-    private Object replay(StoredResponse response, Method method) throws Exception {
-        Type returnType = method.getGenericReturnType();
-        if (WebRequests.isResponseEntityType(method.getReturnType())) {
-            Type bodyType = returnType instanceof ParameterizedType parameterized
-                    ? parameterized.getActualTypeArguments()[0]
-                    : Object.class;
-            Object body = read(response.body(), mapper.constructType(bodyType));
-            return WebRequests.responseEntity(response.status(), body);
+        Object value;
+        IdempotentResponses.Captured captured;
+        try {
+            execution.assertOwned();
+            value = invocation.proceed();
+            captured = answers.capture(value, method, handler);
+            if (captured.stored().status() >= 500) {
+                settlement.cause = new IllegalStateException(
+                        "the method answered " + captured.stored().status() + "; a 5xx answer is not stored");
+                s.transactions().rollback(transaction);
+                outcomes.accept("failed");
+                return value;
+            }
+            mark(execution, captured, s.dataSource());
+        } catch (Throwable t) {
+            settlement.cause = t;
+            outcomes.accept(t instanceof IdempotencyConflictException ? "taken_over" : "failed");
+            rollback(s.transactions(), transaction, t);
+            throw t;
         }
-        if (method.getReturnType() == void.class) {
+        try {
+            s.transactions().commit(transaction);
+        } catch (UnexpectedRollbackException e) {
+            outcomes.accept("failed");
+            throw e;
+        } catch (RuntimeException e) {
+            // The commit failed (a TransactionException, or a DataAccessException from a translating
+            // transaction manager): the database may have committed or not.
+            outcomes.accept("outcome_unknown");
+            CommitOutcomeUnknownException unknown = new CommitOutcomeUnknownException(key, e);
+            if (settlement.unknown != null) {
+                unknown.addSuppressed(settlement.unknown);
+            }
+            throw unknown;
+        }
+        outcomes.accept("executed");
+        if (handler) {
+            WebRequests.write(captured.stored(), captured.sent(), false);
             return null;
         }
-        return read(response.body(), mapper.constructType(returnType));
+        return value;
     }
 
-    private Object read(String json, JavaType type) throws Exception {
-        return json == null ? null : mapper.readValue(json, type);
+    private static void mark(
+            IdempotentExecutor.Execution execution, IdempotentResponses.Captured captured, DataSource dataSource) {
+        Connection connection = DataSourceUtils.getConnection(dataSource);
+        try {
+            if (!DataSourceUtils.isConnectionTransactional(connection, dataSource)) {
+                throw new LeaseholdException("@Idempotent writes its SUCCESS mark in the method's transaction,"
+                        + " but the transaction manager does not manage the DataSource of the request records;"
+                        + " set leasehold.idempotency.transaction-manager to the one that does");
+            }
+            execution.completeInTransaction(connection, captured.stored());
+        } finally {
+            DataSourceUtils.releaseConnection(connection, dataSource);
+        }
+    }
+
+    private static void rollback(PlatformTransactionManager transactions, TransactionStatus transaction, Throwable t) {
+        try {
+            transactions.rollback(transaction);
+        } catch (RuntimeException e) {
+            t.addSuppressed(e);
+        }
+    }
+
+    private String scope(Idempotent idempotent, Class<?> targetClass, Method method, EvaluationContext context) {
+        String base = idempotent.scope().isEmpty()
+                ? targetClass.getSimpleName() + "." + method.getName()
+                : KeyExpressions.text(expressions.value(idempotent.scope(), context));
+        if (base == null || base.isBlank()) {
+            throw new InvalidLockKeyException("the scope expression '" + idempotent.scope() + "' gave no value", null);
+        }
+        if (!idempotent.perCaller()) {
+            return IdempotentScopes.scope(base, null, null);
+        }
+        String tenant;
+        if (!idempotent.tenant().isEmpty()) {
+            tenant = KeyExpressions.text(expressions.value(idempotent.tenant(), context));
+        } else {
+            String header = properties.getIdempotency().getTenantHeader();
+            tenant = header == null || header.isBlank() ? null : WebRequests.header(header);
+        }
+        return IdempotentScopes.scope(base, tenant, Callers.principal());
+    }
+
+    private static String fingerprint(LeaseholdJson json, Object payload, Method method) {
+        String text;
+        try {
+            text = new String(json.write(payload), StandardCharsets.UTF_8);
+        } catch (LeaseholdJson.JsonFailure e) {
+            throw new ResponseNotStorableException(
+                    "the payload of " + method.getName() + " cannot be fingerprinted: " + e.getMessage()
+                            + "; name what identifies the request with @Idempotent(payload = ...)",
+                    e);
+        }
+        return CanonicalJson.fingerprint(text);
+    }
+
+    private IdempotentResponses responses(Services s) {
+        IdempotentResponses current = responses;
+        if (current == null) {
+            current = new IdempotentResponses(s.json(), properties.getIdempotency().getReplayHeaders());
+            responses = current;
+        }
+        return current;
+    }
+
+    /** Settles the request record when the transaction that carries its mark ends. */
+    private static final class Settlement implements TransactionSynchronization {
+        private final IdempotentExecutor.Execution execution;
+        private volatile Throwable cause;
+        private volatile CommitOutcomeUnknownException unknown;
+
+        Settlement(IdempotentExecutor.Execution execution) {
+            this.execution = execution;
+        }
+
+        void settleWithoutTransaction(Throwable failure) {
+            try {
+                execution.rolledBack(failure);
+            } finally {
+                execution.close();
+            }
+        }
+
+        @Override
+        public void afterCompletion(int status) {
+            try {
+                switch (status) {
+                    case STATUS_COMMITTED -> execution.committed();
+                    case STATUS_ROLLED_BACK -> execution.rolledBack(
+                            cause != null ? cause : new IllegalStateException("the transaction rolled back"));
+                    default -> unknown = execution.outcomeUnknown(
+                            cause != null ? cause : new IllegalStateException("the commit failed"));
+                }
+            } finally {
+                execution.close();
+            }
+        }
     }
 }

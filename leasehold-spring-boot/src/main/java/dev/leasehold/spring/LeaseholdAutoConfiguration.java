@@ -1,7 +1,5 @@
 package dev.leasehold.spring;
 
-import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.json.JsonMapper;
 import dev.leasehold.LeaseListener;
 import dev.leasehold.LockService;
 import dev.leasehold.idempotency.IdempotentExecutor;
@@ -62,7 +60,11 @@ import org.springframework.core.env.Environment;
             "org.springframework.boot.data.redis.autoconfigure.DataRedisAutoConfiguration",
             "org.springframework.boot.flyway.autoconfigure.FlywayAutoConfiguration",
             "org.springframework.boot.amqp.autoconfigure.RabbitAutoConfiguration",
+            "org.springframework.boot.jackson.autoconfigure.JacksonAutoConfiguration",
             "org.springframework.boot.jackson2.autoconfigure.Jackson2AutoConfiguration",
+            "org.springframework.boot.autoconfigure.task.TaskSchedulingAutoConfiguration",
+            "org.springframework.boot.jdbc.autoconfigure.DataSourceTransactionManagerAutoConfiguration",
+            "org.springframework.boot.transaction.autoconfigure.TransactionAutoConfiguration",
             "org.springframework.boot.micrometer.metrics.autoconfigure.CompositeMeterRegistryAutoConfiguration"
         })
 @EnableConfigurationProperties(LeaseholdProperties.class)
@@ -219,7 +221,7 @@ public class LeaseholdAutoConfiguration {
      * leasehold.retry.enabled=true}.
      */
     @Configuration(proxyBeanMethods = false)
-    @ConditionalOnClass(name = "com.fasterxml.jackson.databind.ObjectMapper")
+    @Conditional(JacksonCondition.class)
     @ConditionalOnProperty(prefix = "leasehold.retry", name = "enabled", havingValue = "true", matchIfMissing = true)
     static class RetryConfiguration {
 
@@ -270,13 +272,12 @@ public class LeaseholdAutoConfiguration {
         DelayedRetries leaseholdDelayedRetries(
                 RetryQueue queue,
                 ApplicationContext context,
-                ObjectProvider<ObjectMapper> mapper,
                 LeaseholdProperties properties,
                 ObjectProvider<LeaseholdMetrics> metrics) {
             return new DelayedRetries(
                     queue,
                     context,
-                    mapper.getIfAvailable(DefaultMapper::mapper),
+                    LeaseholdJson.of(context),
                     properties.getRetry(),
                     RetryLedgers.of(context),
                     outcome -> {
@@ -301,10 +302,17 @@ public class LeaseholdAutoConfiguration {
         }
     }
 
-    /** Request and side-effect records, when there is a DataSource, the idempotency module and Jackson 2. */
+    /**
+     * Request and side-effect records, {@link Idempotent} and the purge, when there is a DataSource,
+     * the idempotency module, Spring JDBC (for the transaction) and Jackson (3, or 2).
+     */
     @Configuration(proxyBeanMethods = false)
     @ConditionalOnClass(
-            name = {"dev.leasehold.idempotency.IdempotentExecutor", "com.fasterxml.jackson.databind.ObjectMapper"})
+            name = {
+                "dev.leasehold.idempotency.IdempotentExecutor",
+                "org.springframework.jdbc.datasource.DataSourceUtils"
+            })
+    @Conditional(JacksonCondition.class)
     @ConditionalOnBean(DataSource.class)
     static class IdempotencyConfiguration {
 
@@ -312,20 +320,24 @@ public class LeaseholdAutoConfiguration {
         @ConditionalOnMissingBean
         @DependsOnDatabaseInitialization
         RequestRecords leaseholdRequestRecords(DataSource dataSource, LeaseholdProperties properties) {
-            return RequestRecords.builder(dataSource)
-                    .staleAfter(properties.getIdempotency().getStaleAfter())
-                    .retention(properties.getIdempotency().getRetention())
-                    .build();
+            LeaseholdProperties.Idempotency settings = properties.getIdempotency();
+            RequestRecords.Builder builder = RequestRecords.builder(dataSource)
+                    .staleAfter(settings.getStaleAfter())
+                    .retention(settings.getRetention());
+            if (settings.getAbandonedAfter() != null) {
+                builder.abandonedAfter(settings.getAbandonedAfter());
+            }
+            return builder.build();
         }
 
         @Bean
         @ConditionalOnMissingBean
         @DependsOnDatabaseInitialization
         SideEffects leaseholdSideEffects(
-                DataSource dataSource, LeaseholdProperties properties, ObjectProvider<ObjectMapper> mapper) {
+                DataSource dataSource, LeaseholdProperties properties, ListableBeanFactory beans) {
             return SideEffects.builder(dataSource)
                     .staleAfter(properties.getIdempotency().getStaleAfter())
-                    .objectMapper(mapper.getIfAvailable(DefaultMapper::mapper))
+                    .codec(new LeaseholdJsonCodec(LeaseholdJson.of(beans)))
                     .build();
         }
 
@@ -336,15 +348,42 @@ public class LeaseholdAutoConfiguration {
         }
 
         @Bean
+        @ConditionalOnProperty(
+                prefix = "leasehold.idempotency.purge",
+                name = "enabled",
+                havingValue = "true",
+                matchIfMissing = true)
+        IdempotencyPurge leaseholdIdempotencyPurge(
+                RequestRecords records,
+                LeaseholdProperties properties,
+                ObjectProvider<org.springframework.scheduling.TaskScheduler> schedulers,
+                ObjectProvider<MeterRegistry> registry) {
+            IdempotencyPurge purge = new IdempotencyPurge(
+                    records, properties.getIdempotency().getPurge(), () -> schedulers.getIfUnique(() -> {
+                        org.springframework.scheduling.concurrent.ThreadPoolTaskScheduler own =
+                                new org.springframework.scheduling.concurrent.ThreadPoolTaskScheduler();
+                        own.setThreadNamePrefix("leasehold-purge-");
+                        own.setDaemon(true);
+                        own.initialize();
+                        return own;
+                    }));
+            MeterRegistry meters = registry.getIfUnique();
+            if (meters != null) {
+                purge.bindTo(meters);
+            }
+            return purge;
+        }
+
+        @Bean
         @Role(BeanDefinition.ROLE_INFRASTRUCTURE)
         static Advisor leaseholdIdempotentAdvisor(
                 ObjectProvider<IdempotentExecutor> executor,
-                ObjectProvider<ObjectMapper> mapper,
                 ObjectProvider<LeaseholdProperties> properties,
-                ObjectProvider<LeaseholdMetrics> metrics) {
+                ObjectProvider<LeaseholdMetrics> metrics,
+                ObjectProvider<DataSource> dataSource,
+                ListableBeanFactory beans) {
             LazyInterceptor<IdempotentInterceptor> interceptor = new LazyInterceptor<>(() -> new IdempotentInterceptor(
-                    executor::getObject,
-                    mapper.getIfAvailable(DefaultMapper::mapper),
+                    new IdempotentServices(executor, properties, dataSource, beans),
                     properties.getObject(),
                     outcome -> {
                         LeaseholdMetrics m = metrics.getIfAvailable();
@@ -435,15 +474,6 @@ public class LeaseholdAutoConfiguration {
         @ConditionalOnMissingBean(name = "leaseholdHealthIndicator")
         LeaseStoreHealthIndicator leaseholdHealthIndicator(LeaseStore store, LeaseholdProperties properties) {
             return new LeaseStoreHealthIndicator(store, properties.getHealth().getTimeout());
-        }
-    }
-
-    /** The fallback Jackson 2 mapper when the application has none. */
-    static final class DefaultMapper {
-        private DefaultMapper() {}
-
-        static ObjectMapper mapper() {
-            return JsonMapper.builder().findAndAddModules().build();
         }
     }
 }

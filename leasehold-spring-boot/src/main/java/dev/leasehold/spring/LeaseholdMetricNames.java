@@ -28,6 +28,14 @@ public final class LeaseholdMetricNames {
     public static final String LOCK_STALE = "leasehold.lock.stale";
     /** Counter: idempotent requests by outcome. */
     public static final String IDEMPOTENCY_REQUESTS = "leasehold.idempotency.requests";
+    /** Gauge: request records in the database, as of the last purge run. */
+    public static final String IDEMPOTENCY_RECORDS = "leasehold.idempotency.records";
+    /** Gauge: request records in PROCESSING, as of the last purge run. */
+    public static final String IDEMPOTENCY_PROCESSING = "leasehold.idempotency.processing";
+    /** Gauge: seconds since the oldest PROCESSING record's last heartbeat, as of the last purge run. */
+    public static final String IDEMPOTENCY_PROCESSING_OLDEST = "leasehold.idempotency.processing.oldest";
+    /** Counter: request records deleted by the purge. */
+    public static final String IDEMPOTENCY_PURGED = "leasehold.idempotency.purged";
     /** Counter: delayed retries by outcome (scheduled, rescheduled, completed, failed). */
     public static final String RETRIES = "leasehold.retry";
 

@@ -1,6 +1,9 @@
 package dev.leasehold.spring;
 
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
 import java.util.regex.Pattern;
 import org.springframework.boot.context.properties.ConfigurationProperties;
 import org.springframework.validation.Errors;
@@ -59,6 +62,29 @@ public class LeaseholdProperties implements Validator {
         positive(errors, "idempotency.retention", p.idempotency.retention);
         if (p.idempotency.header == null || p.idempotency.header.isBlank()) {
             errors.reject("leasehold.idempotency.header", "leasehold.idempotency.header must not be blank");
+        }
+        if (p.idempotency.abandonedAfter != null) {
+            positive(errors, "idempotency.abandoned-after", p.idempotency.abandonedAfter);
+        }
+        if (p.idempotency.replayHeaders == null) {
+            errors.reject("leasehold.idempotency.replay-headers", "leasehold.idempotency.replay-headers must not be null");
+        } else {
+            for (String name : p.idempotency.replayHeaders) {
+                String lower = name == null ? "" : name.trim().toLowerCase(Locale.ROOT);
+                if (lower.isEmpty() || lower.startsWith("set-cookie")) {
+                    errors.reject(
+                            "leasehold.idempotency.replay-headers",
+                            "leasehold.idempotency.replay-headers must name headers other than Set-Cookie"
+                                    + " (a cookie is never replayed to another client), was " + name);
+                }
+            }
+        }
+        positive(errors, "idempotency.purge.interval", p.idempotency.purge.interval);
+        if (p.idempotency.purge.batchSize < 1 || p.idempotency.purge.batchSize > 10_000) {
+            errors.reject(
+                    "leasehold.idempotency.purge.batch-size",
+                    "leasehold.idempotency.purge.batch-size must be between 1 and 10000, was "
+                            + p.idempotency.purge.batchSize);
         }
         if (p.admin.role == null || p.admin.role.isBlank()) {
             errors.reject("leasehold.admin.role", "leasehold.admin.role must not be blank");
@@ -335,10 +361,32 @@ public class LeaseholdProperties implements Validator {
     public static class Idempotency {
         /** How long an in-progress request may go without a heartbeat before a resubmit takes it over. */
         private Duration staleAfter = Duration.ofMinutes(5);
-        /** How long completed requests are kept for replay. */
+        /** How long completed requests are kept for replay; the scheduled purge deletes them after it. */
         private Duration retention = Duration.ofHours(24);
+        /**
+         * How long a PROCESSING request may go without a heartbeat before the purge deletes it as
+         * abandoned by a crashed execution; empty for the retention.
+         */
+        private Duration abandonedAfter;
         /** The HTTP header that carries the idempotency key. */
         private String header = "Idempotency-Key";
+        /**
+         * A request header whose value qualifies the scope of every key as the caller's tenant; empty
+         * for none (an @Idempotent tenant expression takes precedence).
+         */
+        private String tenantHeader;
+        /**
+         * The response headers stored with an answer and sent again on a replay (case-insensitive);
+         * Set-Cookie is never stored.
+         */
+        private List<String> replayHeaders =
+                new ArrayList<>(List.of("Location", "ETag", "Content-Location", "Last-Modified"));
+        /**
+         * The bean name of the transaction manager @Idempotent methods run in; empty for the
+         * application's only (or primary) one.
+         */
+        private String transactionManager;
+        private final Purge purge = new Purge();
 
         public Duration getStaleAfter() {
             return staleAfter;
@@ -356,12 +404,82 @@ public class LeaseholdProperties implements Validator {
             this.retention = retention;
         }
 
+        public Duration getAbandonedAfter() {
+            return abandonedAfter;
+        }
+
+        public void setAbandonedAfter(Duration abandonedAfter) {
+            this.abandonedAfter = abandonedAfter;
+        }
+
         public String getHeader() {
             return header;
         }
 
         public void setHeader(String header) {
             this.header = header;
+        }
+
+        public String getTenantHeader() {
+            return tenantHeader;
+        }
+
+        public void setTenantHeader(String tenantHeader) {
+            this.tenantHeader = tenantHeader;
+        }
+
+        public List<String> getReplayHeaders() {
+            return replayHeaders;
+        }
+
+        public void setReplayHeaders(List<String> replayHeaders) {
+            this.replayHeaders = replayHeaders;
+        }
+
+        public String getTransactionManager() {
+            return transactionManager;
+        }
+
+        public void setTransactionManager(String transactionManager) {
+            this.transactionManager = transactionManager;
+        }
+
+        public Purge getPurge() {
+            return purge;
+        }
+    }
+
+    /** The scheduled purge of expired request records. */
+    public static class Purge {
+        /** Whether the purge runs (on the application's TaskScheduler, or one of its own). */
+        private boolean enabled = true;
+        /** How often it runs. */
+        private Duration interval = Duration.ofMinutes(1);
+        /** How many records one statement deletes at most; a run repeats until fewer are left. */
+        private int batchSize = 500;
+
+        public boolean isEnabled() {
+            return enabled;
+        }
+
+        public void setEnabled(boolean enabled) {
+            this.enabled = enabled;
+        }
+
+        public Duration getInterval() {
+            return interval;
+        }
+
+        public void setInterval(Duration interval) {
+            this.interval = interval;
+        }
+
+        public int getBatchSize() {
+            return batchSize;
+        }
+
+        public void setBatchSize(int batchSize) {
+            this.batchSize = batchSize;
         }
     }
 

@@ -1,9 +1,9 @@
 package dev.leasehold.spring;
 
+import dev.leasehold.idempotency.CanonicalJson;
 import dev.leasehold.idempotency.Claim;
 import dev.leasehold.idempotency.RequestRecords;
 import dev.leasehold.idempotency.StoredResponse;
-import dev.leasehold.spring.retry.RetryTask;
 
 /** A {@link RetryLedger} on request records, scope {@code leasehold:retry}, one record per retry key. */
 final class RequestRecordLedger implements RetryLedger {
@@ -19,7 +19,7 @@ final class RequestRecordLedger implements RetryLedger {
     @Override
     public Entry begin(String key) {
         // The fingerprint is the key's own: a key always matches itself.
-        Claim claim = records.begin(SCOPE, key, RetryTask.keyOf(key) + RetryTask.keyOf("fingerprint:" + key));
+        Claim claim = records.begin(SCOPE, key, CanonicalJson.VERSION + CanonicalJson.sha256("retry:" + key));
         if (claim instanceof Claim.Claimed claimed) {
             return new Entry() {
                 @Override

@@ -74,11 +74,26 @@ class OptionalClassGuardsTest {
     }
 
     @Test
-    void withoutJackson2ThereAreNoDelayedRetries() {
+    void withoutJackson2DelayedRetriesAndIdempotencyUseJackson3() {
         h2.withClassLoader(new FilteredClassLoader("com.fasterxml.jackson.databind"))
+                .withPropertyValues("leasehold.retry.enabled=true")
                 .run(context -> {
                     assertThat(context).hasNotFailed();
-                    assertThat(context).doesNotHaveBean(DelayedRetries.class);
+                    assertThat(context)
+                            .hasSingleBean(DelayedRetries.class)
+                            .hasSingleBean(dev.leasehold.idempotency.SideEffects.class)
+                            .hasSingleBean(IdempotencyPurge.class);
+                });
+    }
+
+    @Test
+    void withoutAnyJacksonThereAreNoDelayedRetriesNorIdempotency() {
+        h2.withClassLoader(new FilteredClassLoader("com.fasterxml.jackson.databind", "tools.jackson.databind"))
+                .run(context -> {
+                    assertThat(context).hasNotFailed();
+                    assertThat(context)
+                            .doesNotHaveBean(DelayedRetries.class)
+                            .doesNotHaveBean(dev.leasehold.idempotency.SideEffects.class);
                 });
     }
 

@@ -68,9 +68,50 @@ public abstract class LeaseStoreConformance {
      */
     protected abstract Optional<RawLease> rawLease(LockKey key);
 
+    /**
+     * Optional, where the backend can simulate it: saves the backend's state now and returns how to
+     * bring that older state back later, as a restart from an older snapshot, a restore from a
+     * backup or a promoted replica that missed writes would; the test's store must work again
+     * after it (it may have to reconnect, which the suite waits for). Empty (the default) skips
+     * {@link #fencesNeverRepeatAfterARestoreOfOlderState}.
+     */
+    protected Optional<OlderState> simulateRestoreFromOlderState() throws Exception {
+        return Optional.empty();
+    }
+
+    /** Brings back the state saved by {@link #simulateRestoreFromOlderState()}. */
+    @FunctionalInterface
+    public interface OlderState {
+        /** Replaces the backend's state with the saved one. */
+        void restore() throws Exception;
+    }
+
     /** A lease short enough to watch expire, long enough to be renewed reliably on this backend. */
     protected Duration shortLease() {
         return Duration.ofMillis(800);
+    }
+
+    /**
+     * Optional: a store whose commands (statements, round trips) are counted at the server, for
+     * {@link #eachOperationIsOneCommandAtTheServer}. Empty (the default) skips that check.
+     */
+    protected Optional<CommandCounter> commandCounter() {
+        return Optional.empty();
+    }
+
+    /**
+     * Counts what the server receives from one store: statements or round trips, whichever the
+     * backend can count; its own counting is not included. Closed after the check.
+     */
+    public interface CommandCounter extends AutoCloseable {
+        /** The store whose commands are counted. */
+        LeaseStore store();
+
+        /** Commands the server received from {@link #store()} so far. */
+        long commands();
+
+        @Override
+        default void close() {}
     }
 
     /** The store of the running test. */
@@ -305,6 +346,50 @@ public abstract class LeaseStoreConformance {
         }
     }
 
+    @Test
+    void fencesNeverRepeatAfterARestoreOfOlderState() throws Exception {
+        LockKey key = key("restored");
+        List<Long> before = new ArrayList<>();
+        for (int i = 0; i < 3; i++) {
+            String owner = owner();
+            before.add(fenceOf(store.tryAcquire(key, owner, Duration.ofSeconds(30))));
+            assertThat(store.release(key, owner)).isTrue();
+        }
+        Optional<OlderState> saved = simulateRestoreFromOlderState();
+        Assumptions.assumeTrue(saved.isPresent(), store.name() + " test cannot simulate a restore of older state");
+        for (int i = 0; i < 3; i++) {
+            String owner = owner();
+            before.add(fenceOf(store.tryAcquire(key, owner, Duration.ofSeconds(30))));
+            assertThat(store.release(key, owner)).isTrue();
+        }
+        before.add(fenceOf(store.tryAcquire(key, owner(), Duration.ofSeconds(30)))); // held through the restore
+
+        saved.get().restore();
+
+        long highest = Collections.max(before);
+        for (int i = 0; i < 3; i++) {
+            String owner = owner();
+            AtomicLong fence = new AtomicLong();
+            // One owner for every attempt: an attempt whose answer was lost in a reconnect is re-entered.
+            await().atMost(Duration.ofSeconds(30))
+                    .pollInterval(Duration.ofMillis(100))
+                    .ignoreExceptions()
+                    .until(() -> {
+                        if (store.tryAcquire(key, owner, Duration.ofSeconds(30)) instanceof AcquireResult.Granted g) {
+                            fence.set(g.grant().fence());
+                            return true;
+                        }
+                        store.forceRelease(key); // a holder the restored state still has
+                        return false;
+                    });
+            assertThat(fence.get())
+                    .as("fence %d after the restore; fences before it: %s", i, before)
+                    .isGreaterThan(highest);
+            highest = fence.get();
+            assertThat(store.release(key, owner)).isTrue();
+        }
+    }
+
     // ------------------------------------------------------------------ engine over the store
 
     @Test
@@ -362,8 +447,35 @@ public abstract class LeaseStoreConformance {
                     .get(30, TimeUnit.SECONDS);
             assertThat(second.fence()).isEqualTo(first.fence());
             assertThat(first.holdCount()).isEqualTo(2);
-            assertThat(first.ownerToken()).isEqualTo(owner.token());
+            // The store knows each grant by the owner's token plus a suffix of the grant's own.
+            assertThat(first.ownerToken()).startsWith(owner.token() + ".");
+            assertThat(rawLease(key)).map(RawLease::owner).contains(first.ownerToken());
             second.close();
+        }
+        assertThat(rawLease(key)).isEmpty();
+    }
+
+    @Test
+    void twoServicesSharingOneOwnerTokenNeverHoldTheKeyAtOnce() {
+        // Two processes configured with one owner token: the second is refused, not let in.
+        LockService first = service();
+        LockService second = service();
+        LockKey key = key("shared-token");
+        LockOwner shared =
+                LockOwner.withToken("shared-" + UUID.randomUUID().toString().replace("-", ""), "shared");
+        Lease held = first.tryAcquire(key, LeaseOptions.defaults(), shared).orElseThrow();
+
+        assertThat(second.tryAcquire(key, LeaseOptions.defaults(), shared))
+                .as("the same token in another service")
+                .isEmpty();
+        assertThat(rawLease(key)).map(RawLease::owner).contains(held.ownerToken());
+
+        held.close();
+        assertThat(rawLease(key)).isEmpty();
+        try (Lease next =
+                second.tryAcquire(key, LeaseOptions.defaults(), shared).orElseThrow()) {
+            assertThat(next.fence()).isGreaterThan(held.fence());
+            assertThat(first.tryAcquire(key, LeaseOptions.defaults(), shared)).isEmpty();
         }
         assertThat(rawLease(key)).isEmpty();
     }
@@ -697,6 +809,43 @@ public abstract class LeaseStoreConformance {
             f.get(60, TimeUnit.SECONDS);
         }
         assertThat(served).containsExactly(0, 1, 2, 3, 4, 5, 6, 7);
+    }
+
+    // ------------------------------------------------------------------ cost
+
+    @Test
+    void eachOperationIsOneCommandAtTheServer() {
+        Optional<CommandCounter> counter = commandCounter();
+        Assumptions.assumeTrue(counter.isPresent(), store.name() + " test counts no commands at the server");
+        try (CommandCounter counting = counter.get()) {
+            LeaseStore counted = counting.store();
+            LockKey key = key("counted");
+            String owner = owner();
+            String other = owner();
+            assertOneCommand(
+                    counting, "acquire", () -> fenceOf(counted.tryAcquire(key, owner, Duration.ofSeconds(30))));
+            assertOneCommand(
+                    counting, "busy acquire", () -> assertThat(counted.tryAcquire(key, other, Duration.ofSeconds(30)))
+                            .isInstanceOf(AcquireResult.Busy.class));
+            assertOneCommand(counting, "renew", () -> assertThat(counted.renew(key, owner, Duration.ofSeconds(30)))
+                    .isPresent());
+            assertOneCommand(
+                    counting, "inspect", () -> assertThat(counted.inspect(key)).isPresent());
+            assertOneCommand(counting, "release", () -> assertThat(counted.release(key, owner))
+                    .isTrue());
+            fenceOf(counted.tryAcquire(key, other, Duration.ofSeconds(30)));
+            assertOneCommand(counting, "force-release", () -> assertThat(counted.forceRelease(key))
+                    .isTrue());
+            assertThat(rawLease(key)).isEmpty();
+        }
+    }
+
+    private static void assertOneCommand(CommandCounter counter, String operation, Runnable call) {
+        long before = counter.commands();
+        call.run();
+        assertThat(counter.commands() - before)
+                .as("commands the server received for %s", operation)
+                .isEqualTo(1);
     }
 
     // ------------------------------------------------------------------ robustness

@@ -69,7 +69,7 @@ abstract class AbstractFlywayApplicationTest {
                     assertThat(lease.fence()).isPositive();
                 }
                 Claim claim =
-                        context.getBean(RequestRecords.class).begin("flyway-test", "round-" + round, "0".repeat(64));
+                        context.getBean(RequestRecords.class).begin("flyway-test", "round-" + round, "v1:" + "0".repeat(64));
                 assertThat(claim).isInstanceOf(Claim.Claimed.class);
                 JdbcTemplate jdbc = context.getBean(JdbcTemplate.class);
                 assertThat(jdbc.queryForList(

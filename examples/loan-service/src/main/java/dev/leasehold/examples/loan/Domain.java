@@ -42,16 +42,47 @@ final class Domain {
             int termMonths,
             LocalDate startDate,
             NoteStatus status,
-            long version) {
+            long version,
+            boolean demo) {
 
         BigDecimal outstanding() {
             return principalOutstanding.add(interestOutstanding).add(penaltyOutstanding);
         }
     }
 
-    record ScheduleLine(int period, LocalDate dueDate, BigDecimal principalDue, BigDecimal interestDue) {}
+    /**
+     * One instalment as the borrower sees it: its interest is the earned amount once its period has
+     * begun ({@code interestEarned}), a projection before; what is still unpaid of it, and its state.
+     */
+    record ScheduleLine(
+            int period,
+            LocalDate dueDate,
+            BigDecimal principalDue,
+            BigDecimal interestDue,
+            boolean interestEarned,
+            BigDecimal principalUnpaid,
+            BigDecimal interestUnpaid,
+            LineState state) {}
 
-    record NoteView(Note note, BigDecimal outstanding, List<ScheduleLine> schedule) {}
+    /** Where an instalment stands on the business date. */
+    enum LineState {
+        PAID,
+        PAST_DUE,
+        OPEN
+    }
+
+    /**
+     * A note on the business date: what is owed now ({@code outstanding}: principal, earned interest,
+     * penalty), what of it is overdue, and what the schedule still asks for in all
+     * ({@code remainingOnSchedule}: outstanding plus the projected interest not yet earned).
+     */
+    record NoteView(
+            Note note,
+            LocalDate businessDate,
+            BigDecimal outstanding,
+            BigDecimal overdue,
+            BigDecimal remainingOnSchedule,
+            List<ScheduleLine> schedule) {}
 
     /** The answer to a repayment; a duplicate of the same trade number gets the same one. */
     record Receipt(
@@ -59,6 +90,7 @@ final class Domain {
             String borrowNo,
             Channel channel,
             String outTradeNo,
+            String kind,
             BigDecimal amount,
             BigDecimal penaltyPart,
             BigDecimal interestPart,

@@ -2,20 +2,43 @@ package dev.leasehold.examples.loan;
 
 import java.net.URI;
 import java.util.stream.Collectors;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+import org.springframework.core.Ordered;
+import org.springframework.core.annotation.Order;
+import org.springframework.dao.DataIntegrityViolationException;
 import org.springframework.http.HttpStatus;
 import org.springframework.http.HttpStatusCode;
 import org.springframework.http.ProblemDetail;
 import org.springframework.http.ResponseEntity;
+import org.springframework.http.converter.HttpMessageNotReadableException;
+import org.springframework.web.HttpMediaTypeNotSupportedException;
+import org.springframework.web.HttpRequestMethodNotSupportedException;
 import org.springframework.web.bind.MethodArgumentNotValidException;
+import org.springframework.web.bind.MissingRequestHeaderException;
 import org.springframework.web.bind.annotation.ExceptionHandler;
 import org.springframework.web.bind.annotation.RestControllerAdvice;
+import org.springframework.web.context.request.RequestContextHolder;
+import org.springframework.web.context.request.ServletRequestAttributes;
+import org.springframework.web.method.annotation.MethodArgumentTypeMismatchException;
 import org.springframework.web.servlet.resource.NoResourceFoundException;
+import tools.jackson.core.JacksonException;
+import tools.jackson.core.exc.StreamReadException;
+import tools.jackson.databind.DatabindException;
 
-/** The service's own problems: 404 for unknown notes, 400 naming the field, 409/422 for business rules. */
+/**
+ * The service's problems (RFC 9457): 404 for unknown notes, 400 naming the field, 409/422 for
+ * business rules. No detail names a Java type or carries a stack trace; an unexpected failure is a
+ * plain 500 with a reference to the log line.
+ */
 @RestControllerAdvice
+@Order(Ordered.LOWEST_PRECEDENCE - 10)
 class LoanProblems {
 
+    private static final Logger log = LoggerFactory.getLogger(LoanProblems.class);
     static final String TYPES = "https://leasehold.dev/problems/loan/";
+    /** Set on an answer replayed for a repeated Idempotency-Key. */
+    static final String REPLAYED = "Idempotent-Replayed";
 
     /** An unknown note, or one of another tenant: the same answer for both. */
     static final class NoteNotFound extends RuntimeException {
@@ -49,6 +72,13 @@ class LoanProblems {
         }
     }
 
+    static void markReplayed() {
+        if (RequestContextHolder.getRequestAttributes() instanceof ServletRequestAttributes servlet
+                && servlet.getResponse() != null) {
+            servlet.getResponse().setHeader(REPLAYED, "true");
+        }
+    }
+
     @ExceptionHandler(NoteNotFound.class)
     ResponseEntity<ProblemDetail> notFound(NoteNotFound e) {
         return respond(HttpStatus.NOT_FOUND, "note-not-found", "Loan note not found", e.getMessage());
@@ -61,7 +91,23 @@ class LoanProblems {
 
     @ExceptionHandler(ConcurrentChange.class)
     ResponseEntity<ProblemDetail> concurrent(ConcurrentChange e) {
-        return respond(HttpStatus.CONFLICT, "concurrent-change", "Changed concurrently", e.getMessage());
+        ResponseEntity<ProblemDetail> answer =
+                respond(HttpStatus.CONFLICT, "concurrent-change", "Changed concurrently", e.getMessage());
+        return ResponseEntity.status(HttpStatus.CONFLICT)
+                .header("Retry-After", "1")
+                .body(answer.getBody());
+    }
+
+    /** A unique key or CAS lost to a concurrent request (bypass mode) that was not turned into an answer. */
+    @ExceptionHandler(DataIntegrityViolationException.class)
+    ResponseEntity<ProblemDetail> integrity(DataIntegrityViolationException e) {
+        return ResponseEntity.status(HttpStatus.CONFLICT)
+                .header("Retry-After", "1")
+                .body(problem(
+                        HttpStatus.CONFLICT,
+                        "concurrent-change",
+                        "Changed concurrently",
+                        "another request changed the same records at the same time; nothing was written, retry"));
     }
 
     @ExceptionHandler(MethodArgumentNotValidException.class)
@@ -83,26 +129,114 @@ class LoanProblems {
         return response;
     }
 
-    @ExceptionHandler(org.springframework.http.converter.HttpMessageNotReadableException.class)
-    ResponseEntity<ProblemDetail> unreadable(org.springframework.http.converter.HttpMessageNotReadableException e) {
-        String detail = e.getMostSpecificCause().getMessage();
+    /** An unreadable body: says what and where, in JSON terms, never which Java type failed. */
+    @ExceptionHandler(HttpMessageNotReadableException.class)
+    ResponseEntity<ProblemDetail> unreadable(HttpMessageNotReadableException e) {
+        return respond(HttpStatus.BAD_REQUEST, "invalid-request", "Invalid request", unreadableDetail(e));
+    }
+
+    static String unreadableDetail(Throwable e) {
+        Throwable cause = e;
+        while (cause != null && !(cause instanceof JacksonException)) {
+            cause = cause.getCause();
+        }
+        if (cause instanceof StreamReadException read
+                && String.valueOf(read.getOriginalMessage()).startsWith("Duplicate")) {
+            return "the body is not valid JSON for this request: "
+                    + read.getOriginalMessage().replace("Duplicate Object property", "duplicate field");
+        }
+        if (cause instanceof DatabindException bind && !bind.getPath().isEmpty()) {
+            String field = bind.getPath().stream()
+                    .map(ref -> ref.getPropertyName() != null ? ref.getPropertyName() : "[" + ref.getIndex() + "]")
+                    .collect(Collectors.joining("."));
+            return "the body is not valid for this request: field '" + field + "' has a value of the wrong kind"
+                    + " or an unknown constant";
+        }
+        if (cause instanceof StreamReadException) {
+            return "the body is not valid JSON";
+        }
+        return "the body is missing or not valid JSON for this request";
+    }
+
+    @ExceptionHandler(MissingRequestHeaderException.class)
+    ResponseEntity<ProblemDetail> missingHeader(MissingRequestHeaderException e) {
+        return respond(
+                HttpStatus.BAD_REQUEST,
+                "header-missing",
+                "Header missing",
+                "this request needs the header " + e.getHeaderName()
+                        + ("Idempotency-Key".equals(e.getHeaderName())
+                                ? " (a unique key per logical request, sent again unchanged on retries)"
+                                : ""));
+    }
+
+    @ExceptionHandler(MethodArgumentTypeMismatchException.class)
+    ResponseEntity<ProblemDetail> mismatch(MethodArgumentTypeMismatchException e) {
         return respond(
                 HttpStatus.BAD_REQUEST,
                 "invalid-request",
                 "Invalid request",
-                "the body is not valid: " + (detail == null ? "unreadable" : detail.split("\n")[0]));
+                "parameter " + e.getName() + ": '" + Money.clip(String.valueOf(e.getValue()), 40) + "' is not valid");
+    }
+
+    @ExceptionHandler(HttpMediaTypeNotSupportedException.class)
+    ResponseEntity<ProblemDetail> mediaType(HttpMediaTypeNotSupportedException e) {
+        return respond(
+                HttpStatus.UNSUPPORTED_MEDIA_TYPE,
+                "unsupported-media-type",
+                "Unsupported media type",
+                "send the body as application/json");
+    }
+
+    @ExceptionHandler(HttpRequestMethodNotSupportedException.class)
+    ResponseEntity<ProblemDetail> method(HttpRequestMethodNotSupportedException e) {
+        return respond(
+                HttpStatus.METHOD_NOT_ALLOWED,
+                "method-not-allowed",
+                "Method not allowed",
+                "this path does not take " + e.getMethod());
     }
 
     @ExceptionHandler(NoResourceFoundException.class)
     ResponseEntity<ProblemDetail> noResource(NoResourceFoundException e) {
-        return respond(HttpStatus.NOT_FOUND, "not-found", "Not found", e.getMessage());
+        return respond(HttpStatus.NOT_FOUND, "not-found", "Not found", "no such path");
+    }
+
+    @ExceptionHandler(org.springframework.security.access.AccessDeniedException.class)
+    ResponseEntity<ProblemDetail> denied(org.springframework.security.access.AccessDeniedException e) {
+        return respond(HttpStatus.FORBIDDEN, "forbidden", "Forbidden", e.getMessage());
+    }
+
+    /** Anything else: logged with a reference; the answer names no Java type. */
+    @ExceptionHandler(Exception.class)
+    ResponseEntity<ProblemDetail> unexpected(Exception e) {
+        if (e instanceof org.springframework.web.ErrorResponse known
+                && known.getStatusCode().value() < 500) {
+            String detail = known.getBody().getDetail();
+            return respond(
+                    known.getStatusCode(),
+                    "invalid-request",
+                    "Invalid request",
+                    detail == null ? "the request is not valid" : Money.clip(detail, 200));
+        }
+        String reference = LoanRepository.newId().substring(0, 12);
+        log.error("unexpected failure, reference {}", reference, e);
+        return respond(
+                HttpStatus.INTERNAL_SERVER_ERROR,
+                "internal-error",
+                "Internal error",
+                "the request failed unexpectedly; nothing is known to have changed. Reference " + reference);
+    }
+
+    static ProblemDetail problem(HttpStatusCode status, String type, String title, String detail) {
+        ProblemDetail problem = ProblemDetail.forStatusAndDetail(status, detail);
+        problem.setType(URI.create(TYPES + type));
+        problem.setTitle(title);
+        return problem;
     }
 
     private static ResponseEntity<ProblemDetail> respond(
             HttpStatusCode status, String type, String title, String detail) {
-        ProblemDetail problem = ProblemDetail.forStatusAndDetail(status, detail);
-        problem.setType(URI.create(TYPES + type));
-        problem.setTitle(title);
-        return ResponseEntity.status(status).body(problem);
+        return ResponseEntity.status(status).body(problem(status, type, title, detail));
     }
 }

@@ -5,13 +5,11 @@ import dev.leasehold.examples.loan.Domain.Conservation;
 import dev.leasehold.examples.loan.Domain.Note;
 import dev.leasehold.examples.loan.Domain.NoteStatus;
 import dev.leasehold.examples.loan.Domain.Receipt;
-import dev.leasehold.examples.loan.Domain.ScheduleLine;
 import java.math.BigDecimal;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.sql.Timestamp;
 import java.time.Instant;
-import java.time.LocalDate;
 import java.util.List;
 import java.util.Optional;
 import java.util.UUID;
@@ -45,7 +43,17 @@ class LoanRepository {
                 rs.getInt("term_months"),
                 rs.getDate("start_date").toLocalDate(),
                 NoteStatus.valueOf(rs.getString("status")),
-                rs.getLong("version"));
+                rs.getLong("version"),
+                rs.getBoolean("demo"));
+    }
+
+    boolean exists(String tenant, String borrowNo) {
+        return jdbc.queryForObject(
+                        "SELECT COUNT(*) FROM loan_note WHERE tenant_id = ? AND borrow_no = ?",
+                        Integer.class,
+                        tenant,
+                        borrowNo)
+                > 0;
     }
 
     Optional<Note> find(String tenant, String borrowNo) {
@@ -70,29 +78,46 @@ class LoanRepository {
                 LoanRepository::note);
     }
 
-    List<ScheduleLine> schedule(String tenant, String borrowNo) {
+    /** The schedule as ledger lines: a line's interest is null until earned. */
+    List<NoteLedger.Line> lines(String tenant, String borrowNo) {
         return jdbc.query(
-                "SELECT period, due_date, principal_due, interest_due FROM repayment_schedule"
+                "SELECT period, due_date, principal_due, interest_due, interest_earned FROM repayment_schedule"
                         + " WHERE tenant_id = ? AND borrow_no = ? ORDER BY period",
-                (rs, i) -> new ScheduleLine(
-                        rs.getInt(1), rs.getDate(2).toLocalDate(), rs.getBigDecimal(3), rs.getBigDecimal(4)),
+                (rs, i) -> new NoteLedger.Line(
+                        rs.getInt(1),
+                        rs.getDate(2).toLocalDate(),
+                        rs.getBigDecimal(3),
+                        rs.getBoolean(5) ? rs.getBigDecimal(4) : null),
                 tenant,
                 borrowNo);
     }
 
-    void replaceSchedule(String tenant, String borrowNo, List<ScheduleLine> lines) {
+    void replaceSchedule(String tenant, String borrowNo, List<NoteLedger.Line> lines) {
         jdbc.update("DELETE FROM repayment_schedule WHERE tenant_id = ? AND borrow_no = ?", tenant, borrowNo);
-        for (ScheduleLine line : lines) {
+        for (NoteLedger.Line line : lines) {
             jdbc.update(
-                    "INSERT INTO repayment_schedule (tenant_id, borrow_no, period, due_date, principal_due, interest_due)"
-                            + " VALUES (?, ?, ?, ?, ?, ?)",
+                    "INSERT INTO repayment_schedule (tenant_id, borrow_no, period, due_date, principal_due, interest_due,"
+                            + " interest_earned) VALUES (?, ?, ?, ?, ?, ?, ?)",
                     tenant,
                     borrowNo,
-                    line.period(),
-                    java.sql.Date.valueOf(line.dueDate()),
-                    line.principalDue(),
-                    line.interestDue());
+                    line.period,
+                    java.sql.Date.valueOf(line.dueDate),
+                    line.principalDue,
+                    line.earned() ? line.interest : Money.ZERO,
+                    line.earned());
         }
+    }
+
+    /** Records that a line's period began and what interest it earned. */
+    void markEarned(String tenant, String borrowNo, int period, BigDecimal interest) {
+        jdbc.update(
+                "UPDATE repayment_schedule SET interest_due = ?, interest_earned = ? WHERE tenant_id = ? AND borrow_no = ?"
+                        + " AND period = ?",
+                interest,
+                true,
+                tenant,
+                borrowNo,
+                period);
     }
 
     void insertTenant(String id, String name) {
@@ -106,8 +131,8 @@ class LoanRepository {
     void insertNote(Note n) {
         jdbc.update(
                 "INSERT INTO loan_note (tenant_id, borrow_no, customer_id, principal, principal_outstanding,"
-                        + " interest_outstanding, penalty_outstanding, annual_rate, term_months, start_date, status, version)"
-                        + " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        + " interest_outstanding, penalty_outstanding, annual_rate, term_months, start_date, status, version, demo)"
+                        + " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 n.tenantId(),
                 n.borrowNo(),
                 n.customerId(),
@@ -119,7 +144,8 @@ class LoanRepository {
                 n.termMonths(),
                 java.sql.Date.valueOf(n.startDate()),
                 n.status().name(),
-                n.version());
+                n.version(),
+                n.demo());
     }
 
     /**
@@ -149,6 +175,7 @@ class LoanRepository {
                 rs.getString("borrow_no"),
                 Channel.valueOf(rs.getString("source_type")),
                 rs.getString("out_trade_no"),
+                rs.getString("kind"),
                 rs.getBigDecimal("amount"),
                 rs.getBigDecimal("penalty_part"),
                 rs.getBigDecimal("interest_part"),
@@ -191,7 +218,7 @@ class LoanRepository {
     }
 
     /** Inserts a flow; a second one for the same trade number fails on the unique key. */
-    void insertFlow(String tenant, String kind, Receipt r) {
+    void insertFlow(String tenant, Receipt r) {
         jdbc.update(
                 "INSERT INTO repayment_flow (id, tenant_id, borrow_no, source_type, out_trade_no, kind, amount, penalty_part,"
                         + " interest_part, principal_part, balance_after, status, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
@@ -200,7 +227,7 @@ class LoanRepository {
                 r.borrowNo(),
                 r.channel().name(),
                 r.outTradeNo(),
-                kind,
+                r.kind(),
                 r.amount(),
                 r.penaltyPart(),
                 r.interestPart(),
@@ -277,12 +304,35 @@ class LoanRepository {
                 expected.compareTo(outstanding) == 0);
     }
 
+    /** A recorded operator command: its fingerprint and the answer it gave. */
+    record CommandRecord(String command, String fingerprint, String responseBody) {}
+
+    Optional<CommandRecord> command(String tenant, String key) {
+        return jdbc
+                .query(
+                        "SELECT command, fingerprint, response_body FROM command_request WHERE tenant_id = ? AND idem_key = ?",
+                        (rs, i) -> new CommandRecord(rs.getString(1), rs.getString(2), rs.getString(3)),
+                        tenant,
+                        key)
+                .stream()
+                .findFirst();
+    }
+
+    /** Records a command's answer; a second record of the same key fails on the primary key. */
+    void insertCommand(String tenant, String key, String command, String fingerprint, String responseBody) {
+        jdbc.update(
+                "INSERT INTO command_request (tenant_id, idem_key, command, fingerprint, response_body, created_at)"
+                        + " VALUES (?, ?, ?, ?, ?, ?)",
+                tenant,
+                key,
+                command,
+                fingerprint,
+                responseBody,
+                Timestamp.from(Instant.now()));
+    }
+
     /** Delayed retries not yet run (the overdue job's busy notes). */
     int pendingRetries() {
         return jdbc.queryForObject("SELECT COUNT(*) FROM leasehold_retry WHERE status <> 'FAILED'", Integer.class);
-    }
-
-    LocalDate today() {
-        return jdbc.queryForObject("SELECT CURRENT_DATE", java.sql.Date.class).toLocalDate();
     }
 }

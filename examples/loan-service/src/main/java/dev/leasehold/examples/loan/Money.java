@@ -17,4 +17,9 @@ final class Money {
     static BigDecimal of(String value) {
         return of(new BigDecimal(value));
     }
+
+    /** Text cut to {@code max} characters, for a column of that size. */
+    static String clip(String text, int max) {
+        return text.length() <= max ? text : text.substring(0, max);
+    }
 }

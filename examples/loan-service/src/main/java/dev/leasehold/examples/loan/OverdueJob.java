@@ -2,6 +2,7 @@ package dev.leasehold.examples.loan;
 
 import dev.leasehold.examples.loan.Domain.Note;
 import java.time.LocalDate;
+import java.util.ArrayList;
 import java.util.List;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -9,23 +10,30 @@ import org.springframework.scheduling.annotation.Scheduled;
 import org.springframework.stereotype.Component;
 
 /**
- * The overdue batch job: penalty interest on notes behind their schedule. It runs while live
- * repayments arrive; each note is processed under its own lock, and a busy note is retried later
- * from the durable retry table (S2.10), never skipped.
+ * The overdue batch job: interest earned and penalty charged on notes behind their schedule. It runs
+ * while live repayments arrive; each note is processed under its own lock, a busy note is retried
+ * later from the durable retry table (S2.10), never skipped, and a note that fails is reported and
+ * does not stop the others.
  */
 @Component
 class OverdueJob {
 
     private static final Logger log = LoggerFactory.getLogger(OverdueJob.class);
 
-    record Run(LocalDate asOf, int notes) {}
+    /** A note the run could not process, and why. */
+    record Failure(String tenant, String borrowNo, String problem) {}
+
+    /** What one run did: the notes it went through and the ones that failed. */
+    record Run(LocalDate asOf, int notes, int processed, List<Failure> failures) {}
 
     private final LoanRepository repository;
     private final LoanService loans;
+    private final BusinessCalendar calendar;
 
-    OverdueJob(LoanRepository repository, LoanService loans) {
+    OverdueJob(LoanRepository repository, LoanService loans, BusinessCalendar calendar) {
         this.repository = repository;
         this.loans = loans;
+        this.calendar = calendar;
     }
 
     @Scheduled(cron = "${loan.overdue.cron:0 0 1 * * *}")
@@ -34,18 +42,23 @@ class OverdueJob {
     }
 
     Run run(String tenant, LocalDate asOf) {
-        LocalDate date = asOf != null ? asOf : repository.today();
+        LocalDate date = asOf != null ? asOf : calendar.today();
         List<Note> notes = repository.allOpenNotes().stream()
                 .filter(n -> tenant == null || n.tenantId().equals(tenant))
                 .toList();
+        List<Failure> failures = new ArrayList<>();
         for (Note note : notes) {
             try {
                 loans.accruePenalty(note.tenantId(), note.borrowNo(), date);
-            } catch (LoanProblems.ConcurrentChange e) {
-                log.info("overdue: {} changed while processed; the next run picks it up", note.borrowNo());
+            } catch (RuntimeException e) {
+                String problem = e instanceof LoanProblems.ConcurrentChange
+                        ? "changed while processed; the next run picks it up"
+                        : "failed unexpectedly; see the service log";
+                log.warn("overdue run {}: note {}/{} {}", date, note.tenantId(), note.borrowNo(), problem, e);
+                failures.add(new Failure(note.tenantId(), note.borrowNo(), problem));
             }
         }
-        log.info("overdue run for {} over {} notes", date, notes.size());
-        return new Run(date, notes.size());
+        log.info("overdue run for {} over {} notes, {} failed", date, notes.size(), failures.size());
+        return new Run(date, notes.size(), notes.size() - failures.size(), failures);
     }
 }

@@ -78,8 +78,17 @@ public final class StormRunner {
      * also sent by the previous thread, a duplicate racing the original.
      */
     public static Report run(
-            String baseUrl, String tenant, String borrowNo, int threads, int perThread, int maxInside) {
-        RestClient client = RestClient.builder().baseUrl(baseUrl).build();
+            String baseUrl,
+            String authorization,
+            String tenant,
+            String borrowNo,
+            int threads,
+            int perThread,
+            int maxInside) {
+        RestClient client = RestClient.builder()
+                .baseUrl(baseUrl)
+                .defaultHeader("Authorization", authorization)
+                .build();
         String path = "/api/tenants/" + tenant + "/notes/" + borrowNo + "/repayments";
         String run = Long.toString(System.nanoTime(), 36);
         long flowsBefore = conservation(client, tenant, borrowNo).acceptedFlows();

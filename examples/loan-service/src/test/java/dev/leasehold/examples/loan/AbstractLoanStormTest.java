@@ -43,7 +43,11 @@ import org.springframework.web.client.RestClient;
             "leasehold.retry.initial-delay=200ms",
             "server.tomcat.threads.max=120"
         })
+@org.springframework.context.annotation.Import(LoanTestSupport.class)
 abstract class AbstractLoanStormTest {
+
+    @Autowired
+    org.springframework.security.provisioning.InMemoryUserDetailsManager users;
 
     @LocalServerPort
     int port;
@@ -76,7 +80,11 @@ abstract class AbstractLoanStormTest {
     void tenant() {
         tenant = "t" + UUID.randomUUID().toString().substring(0, 8);
         repository.insertTenant(tenant, "storm tenant");
-        http = RestClient.builder().baseUrl("http://127.0.0.1:" + port).build();
+        LoanTestSupport.principals(users, tenant);
+        http = RestClient.builder()
+                .baseUrl("http://127.0.0.1:" + port)
+                .defaultHeader("Authorization", auth())
+                .build();
         probe.reset();
         mode.set(LeaseholdProperties.Mode.ENFORCE, "test", "start enforced");
     }
@@ -87,6 +95,11 @@ abstract class AbstractLoanStormTest {
         return borrowNo;
     }
 
+    String auth() {
+        return "Basic "
+                + java.util.Base64.getEncoder().encodeToString((tenant + "-ops:" + tenant + "-ops-pw").getBytes());
+    }
+
     private String base() {
         return "http://127.0.0.1:" + port;
     }
@@ -94,7 +107,7 @@ abstract class AbstractLoanStormTest {
     @Test
     void fiftyThreadsOnOneNoteNeverOverlapAndConserveEveryCent() {
         String note = open("C1", "100000.00", LocalDate.now());
-        StormRunner.Report report = StormRunner.run(base(), tenant, note, 50, 3, -1);
+        StormRunner.Report report = StormRunner.run(base(), auth(), tenant, note, 50, 3, -1);
         System.out.println(report.text());
         assertThat(probe.maxInside()).as("operations inside one note at once").isEqualTo(1);
         assertThat(report.failed()).isZero();
@@ -174,16 +187,16 @@ abstract class AbstractLoanStormTest {
 
     @Test
     void overdueJobAndLiveRepaymentsNeverLoseAnUpdate() throws Exception {
-        String note = open("C2", "50000.00", LocalDate.now().minusMonths(4));
+        String note = open("C2", "50000.00", LocalDate.now().minusMonths(6));
         ExecutorService pool = Executors.newSingleThreadExecutor();
         try {
             Future<?> job = pool.submit(() -> {
                 for (int day = 0; day < 10; day++) {
-                    overdue.run(tenant, LocalDate.now().plusDays(day));
+                    overdue.run(tenant, LocalDate.now().minusDays(day));
                 }
                 return null;
             });
-            StormRunner.Report report = StormRunner.run(base(), tenant, note, 20, 3, -1);
+            StormRunner.Report report = StormRunner.run(base(), auth(), tenant, note, 20, 3, -1);
             job.get(120, TimeUnit.SECONDS);
             assertThat(report.failed()).isZero();
         } finally {
@@ -217,7 +230,7 @@ abstract class AbstractLoanStormTest {
         String note = open("C3", "100000.00", LocalDate.now());
         mode.set(LeaseholdProperties.Mode.BYPASS, "test", "S2.14 storm");
         try {
-            StormRunner.Report report = StormRunner.run(base(), tenant, note, 30, 3, -1);
+            StormRunner.Report report = StormRunner.run(base(), auth(), tenant, note, 30, 3, -1);
             System.out.println("bypass mode:\n" + report.text());
             assertThat(probe.maxInside())
                     .as("the race was real: several inside at once")
@@ -242,14 +255,14 @@ abstract class AbstractLoanStormTest {
                 .startsWith("400")
                 .contains("outTradeNo");
         assertThat(post(note, Map.of("channel", "APP", "outTradeNo", "X2", "amount", "99999")))
-                .startsWith("400")
+                .startsWith("422")
                 .contains("exceeds");
         assertThat(post("NOPE", Map.of("channel", "APP", "outTradeNo", "X3", "amount", "5")))
                 .startsWith("404");
         Integer otherTenant = http.get()
                 .uri("/api/tenants/other/notes/{n}", note)
                 .exchange((q, r) -> r.getStatusCode().value());
-        assertThat(otherTenant).isEqualTo(404);
+        assertThat(otherTenant).as("another tenant's path is forbidden").isEqualTo(403);
         try (var held = locks.tryAcquire(
                         LockKey.ofTenant("borrow", tenant, note), LeaseOptions.defaults(), LockOwner.create("ops"))
                 .orElseThrow()) {

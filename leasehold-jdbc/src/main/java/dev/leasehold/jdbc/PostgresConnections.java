@@ -1,0 +1,20 @@
+package dev.leasehold.jdbc;
+
+import java.sql.Connection;
+import java.sql.SQLException;
+import org.postgresql.core.BaseConnection;
+import org.postgresql.core.TransactionState;
+
+/** PgJDBC specifics, loaded only for PostgreSQL (the driver is then on the class path). */
+final class PostgresConnections {
+
+    private PostgresConnections() {}
+
+    /** Whether the connection has an open transaction, by the driver's own state (no round trip). */
+    static boolean inTransaction(Connection connection) throws SQLException {
+        if (!connection.isWrapperFor(BaseConnection.class)) {
+            return false;
+        }
+        return connection.unwrap(BaseConnection.class).getTransactionState() != TransactionState.IDLE;
+    }
+}

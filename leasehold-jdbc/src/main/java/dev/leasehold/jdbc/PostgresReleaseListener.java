@@ -1,0 +1,275 @@
+package dev.leasehold.jdbc;
+
+import dev.leasehold.LeaseStoreException;
+import dev.leasehold.spi.ReleaseNotice;
+import dev.leasehold.spi.ReleaseSubscription;
+import java.sql.Connection;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.Condition;
+import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Consumer;
+import javax.sql.DataSource;
+import org.postgresql.PGConnection;
+import org.postgresql.PGNotification;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Release notifications on PostgreSQL: one connection of the store's data source, held for as long
+ * as anyone subscribes, LISTENs on {@value PostgresDialect#CHANNEL}; release and force-release
+ * notify in their own statement, so a notification arrives exactly when the release commits.
+ *
+ * <p>A daemon thread waits for notifications on that connection and hands each to the
+ * subscribers of its key (and force-releases also to the store-wide subscribers), on that thread.
+ * If the connection breaks, the thread reconnects with back-off and then tells every key
+ * subscriber that a release may have been missed (a notice with fence 0), so waiters try again
+ * rather than sleep to their poll bound.
+ */
+final class PostgresReleaseListener implements AutoCloseable {
+
+    private static final Logger log = LoggerFactory.getLogger(PostgresReleaseListener.class);
+    private static final int WAIT_MILLIS = 100;
+    private static final Duration SUBSCRIBE_TIMEOUT = Duration.ofSeconds(10);
+
+    private final DataSource dataSource;
+    private final Map<String, CopyOnWriteArrayList<Subscription>> byKey = new ConcurrentHashMap<>();
+    private final CopyOnWriteArrayList<Subscription> forceReleases = new CopyOnWriteArrayList<>();
+    private final ReentrantLock lock = new ReentrantLock();
+    private final Condition stateChanged = lock.newCondition();
+    private Thread thread; // guarded by lock
+    private boolean listening; // guarded by lock
+    private SQLException lastFailure; // guarded by lock
+    private volatile boolean closed;
+
+    PostgresReleaseListener(DataSource dataSource) {
+        this.dataSource = dataSource;
+    }
+
+    ReleaseSubscription subscribe(String key, Consumer<ReleaseNotice> onRelease) {
+        Subscription subscription = new Subscription(key, onRelease);
+        byKey.computeIfAbsent(key, k -> new CopyOnWriteArrayList<>()).add(subscription);
+        awaitListening(subscription, key);
+        return subscription;
+    }
+
+    ReleaseSubscription subscribeForceReleases(Consumer<ReleaseNotice> onForceRelease) {
+        Subscription subscription = new Subscription(null, onForceRelease);
+        forceReleases.add(subscription);
+        awaitListening(subscription, "(force-releases)");
+        return subscription;
+    }
+
+    /** Starts the listening thread if needed and returns once LISTEN is confirmed by the server. */
+    private void awaitListening(Subscription subscription, String what) {
+        lock.lock();
+        try {
+            if (closed) {
+                subscription.close();
+                throw new IllegalStateException("the lease store is closed");
+            }
+            if (thread == null) {
+                thread = new Thread(this::run, "leasehold-postgresql-listener");
+                thread.setDaemon(true);
+                thread.start();
+            }
+            long deadline = System.nanoTime() + SUBSCRIBE_TIMEOUT.toNanos();
+            while (!listening) {
+                long left = deadline - System.nanoTime();
+                if (left <= 0 || closed) {
+                    subscription.close();
+                    throw new LeaseStoreException(
+                            "subscribe to releases",
+                            what,
+                            lastFailure != null
+                                    ? lastFailure
+                                    : new SQLException("LISTEN not confirmed within " + SUBSCRIBE_TIMEOUT));
+                }
+                stateChanged.awaitNanos(left);
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            subscription.close();
+            throw new LeaseStoreException("subscribe to releases", what, e);
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    private void run() {
+        long backOffMillis = 50;
+        boolean reconnected = false;
+        while (!closed) {
+            Connection connection = null;
+            try {
+                connection = dataSource.getConnection();
+                connection.setAutoCommit(true);
+                try (Statement statement = connection.createStatement()) {
+                    statement.execute("LISTEN " + PostgresDialect.CHANNEL);
+                }
+                PGConnection notifications = connection.unwrap(PGConnection.class);
+                setListening(true, null);
+                backOffMillis = 50;
+                if (reconnected) {
+                    // Releases while the connection was down were not seen: let every waiter look.
+                    byKey.forEach((key, list) -> list.forEach(s -> s.fire(new ReleaseNotice(key, 0, false))));
+                }
+                while (!closed) {
+                    PGNotification[] received = notifications.getNotifications(WAIT_MILLIS);
+                    if (received != null) {
+                        for (PGNotification notification : received) {
+                            dispatch(notification.getParameter());
+                        }
+                    }
+                }
+            } catch (SQLException | RuntimeException e) {
+                SQLException failure = e instanceof SQLException sql ? sql : new SQLException(e);
+                setListening(false, failure);
+                if (!closed) {
+                    log.warn("release notifications lost their connection; reconnecting in {} ms", backOffMillis, e);
+                }
+            } finally {
+                close(connection);
+            }
+            if (closed) {
+                break;
+            }
+            reconnected = true;
+            pause(backOffMillis);
+            backOffMillis = Math.min(backOffMillis * 2, 2_000);
+        }
+        setListening(false, null);
+    }
+
+    /** A payload {@code r:<fence>:<key>} or {@code f:<fence>:<key>}. */
+    private void dispatch(String payload) {
+        int second = payload == null ? -1 : payload.indexOf(':', 2);
+        if (second < 0) {
+            return;
+        }
+        boolean forced = payload.startsWith("f:");
+        long fence;
+        try {
+            fence = Math.max(0, Long.parseLong(payload.substring(2, second)));
+        } catch (NumberFormatException e) {
+            fence = 0;
+        }
+        String key = payload.substring(second + 1);
+        ReleaseNotice notice = new ReleaseNotice(key, fence, forced);
+        List<Subscription> subscribers = byKey.get(key);
+        if (subscribers != null) {
+            subscribers.forEach(s -> s.fire(notice));
+        }
+        if (forced) {
+            forceReleases.forEach(s -> s.fire(notice));
+        }
+    }
+
+    private void setListening(boolean value, SQLException failure) {
+        lock.lock();
+        try {
+            listening = value;
+            lastFailure = failure;
+            stateChanged.signalAll();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    private void pause(long millis) {
+        lock.lock();
+        try {
+            long left = TimeUnit.MILLISECONDS.toNanos(millis);
+            while (left > 0 && !closed) {
+                left = stateChanged.awaitNanos(left);
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } finally {
+            lock.unlock();
+        }
+    }
+
+    private static void close(Connection connection) {
+        if (connection == null) {
+            return;
+        }
+        try {
+            if (!connection.isClosed()) {
+                try (Statement statement = connection.createStatement()) {
+                    statement.execute("UNLISTEN *"); // a pooled connection goes back listening to nothing
+                }
+            }
+        } catch (SQLException e) {
+            log.debug("UNLISTEN failed on a broken connection", e);
+        }
+        try {
+            connection.close();
+        } catch (SQLException e) {
+            log.debug("closing the listening connection failed", e);
+        }
+    }
+
+    @Override
+    public void close() {
+        Thread running;
+        lock.lock();
+        try {
+            closed = true;
+            running = thread;
+            stateChanged.signalAll();
+        } finally {
+            lock.unlock();
+        }
+        if (running != null && running != Thread.currentThread()) {
+            try {
+                running.join(TimeUnit.SECONDS.toMillis(5));
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+        byKey.clear();
+        forceReleases.clear();
+    }
+
+    private final class Subscription implements ReleaseSubscription {
+        private final String key; // null: force-releases of every key
+        private final Consumer<ReleaseNotice> callback;
+        private volatile boolean active = true;
+
+        Subscription(String key, Consumer<ReleaseNotice> callback) {
+            this.key = key;
+            this.callback = callback;
+        }
+
+        void fire(ReleaseNotice notice) {
+            if (!active) {
+                return;
+            }
+            try {
+                callback.accept(notice);
+            } catch (RuntimeException e) {
+                log.warn("a release callback for {} failed", notice.key(), e);
+            }
+        }
+
+        @Override
+        public void close() {
+            active = false;
+            if (key == null) {
+                forceReleases.remove(this);
+            } else {
+                byKey.computeIfPresent(key, (k, list) -> {
+                    list.remove(this);
+                    return list.isEmpty() ? null : list;
+                });
+            }
+        }
+    }
+}

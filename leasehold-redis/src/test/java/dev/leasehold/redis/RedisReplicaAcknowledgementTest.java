@@ -1,0 +1,185 @@
+package dev.leasehold.redis;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.catchThrowableOfType;
+import static org.awaitility.Awaitility.await;
+
+import dev.leasehold.LockKey;
+import dev.leasehold.LockOwner;
+import dev.leasehold.spi.AcquireResult;
+import dev.leasehold.testkit.RawLease;
+import io.lettuce.core.RedisClient;
+import io.lettuce.core.api.StatefulRedisConnection;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * {@code replicaAcknowledgement(1, 300 ms)}: a grant or renewal returns only once a replica has
+ * it. A master and a replica of the test's own on loopback ports; the replica is paused with
+ * {@code SIGSTOP} where it must not answer.
+ */
+@Timeout(value = 90, unit = TimeUnit.SECONDS)
+class RedisReplicaAcknowledgementTest {
+
+    private static final RedisKeys KEYS = new RedisKeys("leasehold:");
+    private static final Duration ACK_TIMEOUT = Duration.ofMillis(300);
+
+    private LocalRedis redis;
+    private int masterPort;
+    private int replicaPort;
+    private Process master;
+    private Process replica;
+    private final List<RedisClient> clients = new ArrayList<>();
+
+    @BeforeEach
+    void start() throws Exception {
+        redis = new LocalRedis();
+        LocalRedis.requireInstalled("redis-cli");
+        masterPort = LocalRedis.freePortPair();
+        replicaPort = LocalRedis.freePortPair();
+        master = redis.server(masterPort);
+        replica = redis.server(replicaPort, "--replicaof", "127.0.0.1", String.valueOf(masterPort));
+        await().atMost(Duration.ofSeconds(20))
+                .pollInterval(Duration.ofMillis(50))
+                .until(() -> redis.cli("-p", String.valueOf(replicaPort), "info", "replication")
+                        .contains("master_link_status:up"));
+    }
+
+    @AfterEach
+    void stop() throws Exception {
+        if (replica.isAlive()) {
+            LocalRedis.signal(replica, "CONT");
+        }
+        clients.forEach(RedisClient::shutdown);
+        redis.close();
+    }
+
+    @Test
+    void acknowledgedGrantsAndRenewalsAreOnTheReplicaWhenTheCallReturns() {
+        try (RedisLeaseStore store = acknowledgingStore(masterPort);
+                StatefulRedisConnection<String, String> onReplica = connect(replicaPort)) {
+            for (int i = 0; i < 20; i++) {
+                LockKey key = LockKey.of("borrow", "B-ack-" + i);
+                String owner = owner();
+                long fence = fence(store.tryAcquire(key, owner, Duration.ofSeconds(30)));
+                assertThat(RedisRaw.read(onReplica.sync(), KEYS.lease(key)))
+                        .as("grant %d read from the replica right after acquire returned", i)
+                        .contains(new RawLease(owner, fence));
+                assertThat(store.renew(key, owner, Duration.ofSeconds(60))).isPresent();
+                assertThat(onReplica.sync().pttl(KEYS.lease(key)))
+                        .as("the renewal on the replica")
+                        .isGreaterThan(30_000L);
+            }
+        }
+    }
+
+    @Test
+    void grantNotAcknowledgedInTimeFailsNamingTheShortfallAndIsReleased() throws Exception {
+        LockKey key = LockKey.of("borrow", "B-unacknowledged");
+        try (RedisLeaseStore store = acknowledgingStore(masterPort)) {
+            String holder = owner();
+            fence(store.tryAcquire(key, holder, Duration.ofSeconds(30)));
+
+            LocalRedis.signal(replica, "STOP");
+            String other = owner();
+            LockKey free = LockKey.of("borrow", "B-unacknowledged-free");
+            long started = System.nanoTime();
+            ReplicaAcknowledgementException refused = catchThrowableOfType(
+                    ReplicaAcknowledgementException.class, () -> store.tryAcquire(free, other, Duration.ofSeconds(30)));
+            Duration took = Duration.ofNanos(System.nanoTime() - started);
+
+            assertThat(refused).isNotNull();
+            assertThat(refused.required()).isEqualTo(1);
+            assertThat(refused.acknowledged()).isZero();
+            assertThat(refused.getMessage())
+                    .contains("acquire of lock " + free.render())
+                    .contains("0 of 1 replicas (WAIT 1 300) acknowledged within 300 ms")
+                    .contains("the grant was released again");
+            assertThat(took).as("the acquire waited for the acknowledgement").isGreaterThanOrEqualTo(ACK_TIMEOUT);
+            assertThat(store.inspect(free))
+                    .as("the unacknowledged grant on the master")
+                    .isEmpty();
+
+            ReplicaAcknowledgementException renewal = catchThrowableOfType(
+                    ReplicaAcknowledgementException.class, () -> store.renew(key, holder, Duration.ofSeconds(30)));
+            assertThat(renewal.getMessage())
+                    .contains("renew of lock " + key.render())
+                    .contains("the renewal stays on the master");
+            assertThat(store.inspect(key).orElseThrow().ownerToken()).isEqualTo(holder);
+
+            LocalRedis.signal(replica, "CONT");
+            assertThat(store.tryAcquire(free, other, Duration.ofSeconds(30))).isInstanceOf(AcquireResult.Granted.class);
+        }
+    }
+
+    /**
+     * What the acknowledgement buys, with the same lag as the Sentinel canary: the replica is cut
+     * off, so a grant made on the master alone is refused to its caller, and after the master dies
+     * the promoted replica knows every holder that was told it holds its key.
+     */
+    @Test
+    void everyGrantItsCallerWasToldOfSurvivesPromotionOfTheReplica() throws Exception {
+        LockKey key = LockKey.of("borrow", "B-promoted");
+        LockKey lagging = LockKey.of("borrow", "B-lagging");
+        String holder = owner();
+        long fence;
+        try (RedisLeaseStore store = acknowledgingStore(masterPort)) {
+            fence = fence(store.tryAcquire(key, holder, Duration.ofSeconds(30)));
+            LocalRedis.signal(replica, "STOP");
+            try {
+                redis.cli("-p", String.valueOf(masterPort), "client", "kill", "type", "replica");
+                assertThat(catchThrowableOfType(
+                                ReplicaAcknowledgementException.class,
+                                () -> store.tryAcquire(lagging, owner(), Duration.ofSeconds(30))))
+                        .as("a grant the replica never got is not reported as held")
+                        .isNotNull();
+                LocalRedis.crash(master);
+            } finally {
+                LocalRedis.signal(replica, "CONT");
+            }
+        }
+        redis.cli("-p", String.valueOf(replicaPort), "replicaof", "no", "one");
+
+        try (RedisLeaseStore promoted =
+                RedisLeaseStore.builder(client(replicaPort)).build()) {
+            assertThat(promoted.tryAcquire(key, owner(), Duration.ofSeconds(30)))
+                    .as("a second holder after the failover")
+                    .isInstanceOf(AcquireResult.Busy.class);
+            assertThat(promoted.inspect(key).orElseThrow().fence()).isEqualTo(fence);
+            assertThat(promoted.tryAcquire(lagging, owner(), Duration.ofSeconds(30)))
+                    .as("the refused grant's key: nobody believes they hold it")
+                    .isInstanceOf(AcquireResult.Granted.class);
+        }
+    }
+
+    private RedisLeaseStore acknowledgingStore(int port) {
+        return RedisLeaseStore.builder(client(port))
+                .replicaAcknowledgement(1, ACK_TIMEOUT)
+                .build();
+    }
+
+    private RedisClient client(int port) {
+        RedisClient client = LocalRedis.client(port);
+        clients.add(client);
+        return client;
+    }
+
+    private StatefulRedisConnection<String, String> connect(int port) {
+        return client(port).connect();
+    }
+
+    private static String owner() {
+        return LockOwner.create("test").token();
+    }
+
+    private static long fence(AcquireResult result) {
+        assertThat(result).isInstanceOf(AcquireResult.Granted.class);
+        return ((AcquireResult.Granted) result).grant().fence();
+    }
+}
