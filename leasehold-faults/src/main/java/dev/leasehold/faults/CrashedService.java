@@ -21,9 +21,9 @@ import java.util.Set;
  * every acknowledged receipt present, every answer to one key the same receipt. Canary: a payment
  * endpoint without idempotency, retried the same way after each kill: paid twice.
  *
- * <p>Two services: {@code request records}, where the payment commits in its own transaction and
- * the request is marked complete afterwards (what {@code @Idempotent} does), and {@code side
- * effects}, where the payment is a side effect committed with its mark.
+ * <p>Two services: {@code request records}, where the payment commits in one transaction with the
+ * request's SUCCESS mark (what {@code @Idempotent} does), and {@code side effects}, where the
+ * payment is a side effect of the request, committed with the effect's mark.
  */
 final class CrashedService implements Scenario {
 

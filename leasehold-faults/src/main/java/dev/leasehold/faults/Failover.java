@@ -104,6 +104,9 @@ final class Failover implements Scenario {
                         }
                     }
                 }
+                // A guarded holder whose grant the replica has; it holds through the failover.
+                Lease guardedEarly = guarded.first.acquire(LockKey.of("failover", "early" + round), options());
+                table.write(guardedEarly, "before the failover");
                 topology.awaitReplicated(master);
                 int replica = 1 - master;
                 nodes[replica].pause();
@@ -117,22 +120,25 @@ final class Failover implements Scenario {
                 nodes[replica].resume();
                 long killed = System.nanoTime();
                 topology.awaitMasterIs(nodes[replica].port());
+                long promoted = System.nanoTime();
                 Lease canarySecond = awaitGrant(canary.second, canaryKey);
                 if (canaryFirst.isHeld()) {
                     tally.canary("after the failover " + canaryKey + " was granted (fence " + canarySecond.fence()
                             + ") while its first holder (fence " + canaryFirst.fence() + ") still believed it held it");
                 }
+                // The old master comes back as a replica of the new one, so acknowledged grants resume.
+                nodes[master].start(List.of("--replicaof", "127.0.0.1", String.valueOf(nodes[replica].port())));
+                topology.awaitReplicaInSync(master);
                 Lease guardedSecond = awaitGrant(guarded.second, guardedKey);
                 tally.stallSince(killed);
                 table.write(guardedSecond, "after the failover");
                 if (guardedFirst != null) {
-                    checkToldInTime(guardedFirst, confirmations, tally);
+                    checkToldInTime(guardedFirst, confirmations, tally); // its grant vanished with the master
                 }
-                tally.operations(4);
-                closeQuietly(canaryFirst, canarySecond, guardedFirst, guardedSecond);
-                nodes[master].start(List.of("--replicaof", "127.0.0.1", String.valueOf(nodes[replica].port())));
+                checkKeptOrToldInTime(guardedEarly, promoted, confirmations, tally);
+                tally.operations(5);
+                closeQuietly(canaryFirst, canarySecond, guardedFirst, guardedSecond, guardedEarly);
                 master = replica;
-                topology.awaitReplicaInSync(1 - master);
             }
             tally.note("rounds: " + rounds + ", lease " + LEASE.toMillis() + " ms");
         } finally {
@@ -193,6 +199,29 @@ final class Failover implements Scenario {
             tally.note("lost signal " + late.toMillis() + " ms after the last confirmation (lease " + LEASE.toMillis()
                     + " ms)");
         }
+    }
+
+    /**
+     * A holder whose grant the promoted replica had: either the new master confirms a renewal, or
+     * the holder is told of the loss within its lease of the last confirmation.
+     */
+    private static void checkKeptOrToldInTime(Lease early, long promoted, Confirmations confirmations, Tally tally)
+            throws InterruptedException {
+        CountDownLatch lost = new CountDownLatch(1);
+        early.onLost(e -> lost.countDown());
+        long deadline = System.nanoTime() + LEASE.plusSeconds(2).toNanos();
+        while (System.nanoTime() < deadline) {
+            Long confirmed = confirmations.lastConfirmed(early);
+            if (confirmed != null && confirmed > promoted && early.isHeld()) {
+                tally.note(early.key() + " was renewed by the new master and kept");
+                return;
+            }
+            if (lost.await(50, TimeUnit.MILLISECONDS)) {
+                checkToldInTime(early, confirmations, tally);
+                return;
+            }
+        }
+        tally.violation(early.key() + " was neither renewed by the new master nor told lost within its lease");
     }
 
     private static void closeQuietly(Lease... leases) {

@@ -74,7 +74,18 @@ final class Library {
      * where the store offers it.
      */
     static Store replicatedRedisStore(RedisURI uri, String prefix) {
-        return redisStore(uri, prefix);
+        RedisClient client = redisClient(uri);
+        try {
+            return new Store(
+                    RedisLeaseStore.builder(client)
+                            .keyPrefix(prefix)
+                            .replicaAcknowledgement(1, Duration.ofMillis(500))
+                            .build(),
+                    client::shutdown);
+        } catch (RuntimeException e) {
+            client.shutdown();
+            throw e;
+        }
     }
 
     /** A SQL lease store on {@code dataSource}. */
@@ -106,7 +117,7 @@ final class Library {
     static boolean fencedWrite(DataSource dataSource, Lease lease, Write write) throws SQLException {
         Objects.requireNonNull(lease, "lease");
         try {
-            FencedUpdate.on(dataSource).run(lease.key().render(), lease, connection -> {
+            FencedUpdate.on(dataSource).run(lease, connection -> {
                 write.run(connection);
                 return null;
             });
@@ -123,7 +134,7 @@ final class Library {
      * @return whether the caller may write
      */
     static boolean acceptFence(DataSource dataSource, Connection connection, Lease lease) throws SQLException {
-        return FencedUpdate.on(dataSource).tryAccept(connection, lease.key().render(), lease.fence());
+        return FencedUpdate.on(dataSource).tryAccept(connection, lease);
     }
 
     /** Request records with a short stale threshold, so a crashed request is taken over quickly. */
@@ -169,29 +180,6 @@ final class Library {
     }
 
     /**
-     * The business step as {@code @Idempotent} runs it: the write commits in a transaction of its
-     * own, then the request is marked complete. {@code afterCommit} runs right after the business
-     * commit (a crash point).
-     */
-    static Step inOwnTransaction(DataSource dataSource, BusinessWrite write, Runnable afterCommit) {
-        return context -> {
-            String body;
-            try (Connection connection = dataSource.getConnection()) {
-                connection.setAutoCommit(false);
-                try {
-                    body = write.run(connection, context);
-                    connection.commit();
-                } catch (SQLException | RuntimeException e) {
-                    connection.rollback();
-                    throw e;
-                }
-            }
-            afterCommit.run();
-            return body;
-        };
-    }
-
-    /**
      * The business step as a side effect ({@link SideEffects#runOnce}): the write and its SUCCESS
      * mark commit in one transaction; {@code afterCommit} runs right after that commit.
      */
@@ -209,12 +197,39 @@ final class Library {
         };
     }
 
+    /**
+     * One submission of an idempotent request as {@code @Idempotent} runs it: the write and the
+     * request's SUCCESS mark commit in one transaction. {@code afterCommit} runs right after that
+     * commit, when the write ran (a crash point).
+     */
+    static RequestOutcome requestInTransaction(
+            IdempotentExecutor executor,
+            DataSource dataSource,
+            String scope,
+            String key,
+            String payloadJson,
+            BusinessWrite write,
+            Runnable afterCommit)
+            throws Exception {
+        RequestOutcome outcome = toOutcome(executor.executeInTransaction(
+                submission(scope, key, payloadJson),
+                dataSource,
+                (tx, context) -> new StoredResponse(200, write.run(tx, context))));
+        if (outcome.completed() && !outcome.replayed()) {
+            afterCommit.run();
+        }
+        return outcome;
+    }
+
+    private static IdempotentExecutor.Submission submission(String scope, String key, String payloadJson) {
+        return new IdempotentExecutor.Submission(scope, key, fingerprint(payloadJson), null, Duration.ofSeconds(30));
+    }
+
     /** One submission of an idempotent request (no session lease) whose business step is {@code step}. */
     static RequestOutcome request(IdempotentExecutor executor, String scope, String key, String payloadJson, Step step)
             throws Exception {
-        IdempotentExecutor.Submission submission =
-                new IdempotentExecutor.Submission(scope, key, fingerprint(payloadJson), null, Duration.ofSeconds(30));
-        return toOutcome(executor.execute(submission, context -> new StoredResponse(200, step.run(context))));
+        return toOutcome(executor.execute(
+                submission(scope, key, payloadJson), context -> new StoredResponse(200, step.run(context))));
     }
 
     private static RequestOutcome toOutcome(IdempotentExecutor.Outcome outcome) {

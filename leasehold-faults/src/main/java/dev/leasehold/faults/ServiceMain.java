@@ -13,9 +13,9 @@ import javax.sql.DataSource;
 
 /**
  * A service JVM for the crashed-service scenario, serving payments from its stdin as a web service
- * would from HTTP, several at a time. Arguments: {@code request} (the write commits in its own
- * transaction, then the request is marked, as {@code @Idempotent} does) or {@code effect} (the
- * write is a side effect: it commits with its mark), the private database ({@link
+ * would from HTTP, several at a time. Arguments: {@code request} (the write and the request's
+ * SUCCESS mark commit in one transaction, as {@code @Idempotent} does) or {@code effect} (the write
+ * is a side effect of the request: it commits with the effect's mark), the private database ({@link
  * PrivateDatabase.Spec}) and the stale threshold in ms. Commands:
  *
  * <ul>
@@ -86,10 +86,14 @@ public final class ServiceMain {
                 return;
             }
             String payload = "{\"account\":\"" + account + "\",\"amount\":" + amount + "}";
-            Library.Step step = effect
-                    ? Library.asSideEffect(effects, payload, write, afterCommit)
-                    : Library.inOwnTransaction(pool, write, afterCommit);
-            Library.RequestOutcome outcome = Library.request(executor, "payments", key, payload, step);
+            Library.RequestOutcome outcome = effect
+                    ? Library.request(
+                            executor,
+                            "payments",
+                            key,
+                            payload,
+                            Library.asSideEffect(effects, payload, write, afterCommit))
+                    : Library.requestInTransaction(executor, pool, "payments", key, payload, write, afterCommit);
             if (outcome.completed()) {
                 io.reply("ACK " + key + " " + outcome.body());
             } else {
