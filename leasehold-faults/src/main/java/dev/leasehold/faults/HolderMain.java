@@ -1,0 +1,139 @@
+package dev.leasehold.faults;
+
+import dev.leasehold.Lease;
+import dev.leasehold.LeaseOptions;
+import dev.leasehold.LockKey;
+import dev.leasehold.LockService;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.time.Duration;
+import java.time.ZoneId;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Optional;
+import javax.sql.DataSource;
+
+/**
+ * A holder JVM: takes leases when told and writes under them, for the paused-holder and
+ * clock-shift scenarios. Arguments: the lease store ({@link StoreSpec}) and the private database
+ * ({@link PrivateDatabase.Spec}). Commands, one a line:
+ *
+ * <ul>
+ *   <li>{@code ACQUIRE key leaseMs} → {@code HELD fence remainingMs} (waits up to 10 s)
+ *   <li>{@code TRY key leaseMs} → {@code HELD fence remainingMs} or {@code BUSY}
+ *   <li>{@code WRITE key tag} → {@code WROTE accepted|rejected}: a fenced write of {@code tag} to
+ *       the guarded row {@code key} of {@code fault_account}, then the canary: the same write,
+ *       unfenced, to {@code fault_canary}
+ *   <li>{@code NAIVE key leaseMs} → {@code NAIVE got|busy}: the canary lock that trusts this JVM's
+ *       clock ({@code fault_naive_lock.expires_at_ms} compared with {@code currentTimeMillis})
+ *   <li>{@code CLOCK} → {@code CLOCK epochMs zone}
+ *   <li>{@code RELEASE key} → {@code RELEASED held|lost}; {@code QUIT}
+ * </ul>
+ */
+public final class HolderMain {
+
+    private HolderMain() {}
+
+    public static void main(String[] args) throws Exception {
+        PrivateDatabase.Spec db = PrivateDatabase.Spec.decode(args[1]);
+        ChildJvm.Io io = new ChildJvm.Io();
+        try (var pool = db.pool("holder", 4);
+                Library.Store store = StoreSpec.open(args[0], pool, db.database());
+                LockService locks = Library.locks(store.store())) {
+            Map<String, Lease> held = new HashMap<>();
+            io.reply("READY " + ProcessHandle.current().pid());
+            String line;
+            while ((line = io.command()) != null) {
+                String[] c = line.split(" ");
+                switch (c[0]) {
+                    case "ACQUIRE" -> {
+                        Lease lease = locks.acquire(LockKey.parse(c[1]), options(c[2], Duration.ofSeconds(10)));
+                        held.put(c[1], lease);
+                        io.reply("HELD " + lease.fence() + " " + remaining(lease));
+                    }
+                    case "TRY" -> {
+                        Optional<Lease> lease = locks.tryAcquire(LockKey.parse(c[1]), options(c[2], Duration.ZERO));
+                        lease.ifPresent(l -> held.put(c[1], l));
+                        io.reply(lease.map(l -> "HELD " + l.fence() + " " + remaining(l))
+                                .orElse("BUSY"));
+                    }
+                    case "WRITE" -> io.reply("WROTE " + write(pool, held.get(c[1]), c[2]));
+                    case "NAIVE" -> io.reply("NAIVE " + (naive(pool, c[1], Long.parseLong(c[2])) ? "got" : "busy"));
+                    case "CLOCK" -> io.reply("CLOCK " + System.currentTimeMillis() + " " + ZoneId.systemDefault());
+                    case "RELEASE" -> {
+                        Lease lease = held.remove(c[1]);
+                        boolean wasHeld = lease.isHeld();
+                        try {
+                            lease.close();
+                        } catch (RuntimeException e) {
+                            wasHeld = false; // the store could not be told: the lease ends at its expiry
+                        }
+                        io.reply("RELEASED " + (wasHeld ? "held" : "lost"));
+                    }
+                    case "QUIT" -> {
+                        return;
+                    }
+                    default -> io.reply("ERROR unknown command " + line);
+                }
+            }
+        }
+    }
+
+    private static LeaseOptions options(String leaseMs, Duration wait) {
+        return LeaseOptions.builder()
+                .leaseFor(Duration.ofMillis(Long.parseLong(leaseMs)))
+                .waitFor(wait)
+                .renewal(true)
+                .build();
+    }
+
+    private static long remaining(Lease lease) {
+        return Math.max(0, lease.validUntil().toEpochMilli() - System.currentTimeMillis());
+    }
+
+    /**
+     * Writes as a holder that was paused between its last check and its write: it does not look at
+     * {@code isHeld()}, only the fence protects the row. The canary is the same write without it.
+     */
+    static String write(DataSource pool, Lease lease, String tag) throws Exception {
+        boolean accepted = Library.fencedWrite(pool, lease, tx -> {
+            try (PreparedStatement update =
+                    tx.prepareStatement("UPDATE fault_account SET owner = ?, fence = ? WHERE id = ?")) {
+                update.setString(1, tag);
+                update.setLong(2, lease.fence());
+                update.setString(3, lease.key().render());
+                update.executeUpdate();
+            }
+        });
+        try (Connection connection = pool.getConnection();
+                PreparedStatement update =
+                        connection.prepareStatement("UPDATE fault_canary SET owner = ?, fence = ? WHERE id = ?")) {
+            update.setString(1, tag);
+            update.setLong(2, lease.fence());
+            update.setString(3, lease.key().render());
+            update.executeUpdate();
+            if (!connection.getAutoCommit()) {
+                connection.commit();
+            }
+        }
+        return accepted ? "accepted" : "rejected";
+    }
+
+    /** The canary lock: expiry written and compared by this JVM's clock. */
+    static boolean naive(DataSource pool, String key, long leaseMs) throws Exception {
+        long now = System.currentTimeMillis();
+        try (Connection connection = pool.getConnection();
+                PreparedStatement take = connection.prepareStatement(
+                        "UPDATE fault_naive_lock SET owner = ?, expires_at_ms = ? WHERE id = ? AND expires_at_ms < ?")) {
+            take.setString(1, String.valueOf(ProcessHandle.current().pid()));
+            take.setLong(2, now + leaseMs);
+            take.setString(3, key);
+            take.setLong(4, now);
+            boolean got = take.executeUpdate() == 1;
+            if (!connection.getAutoCommit()) {
+                connection.commit();
+            }
+            return got;
+        }
+    }
+}

@@ -1,0 +1,114 @@
+package dev.leasehold.faults;
+
+import dev.leasehold.LockService;
+import dev.leasehold.idempotency.IdempotentExecutor;
+import dev.leasehold.idempotency.SideEffects;
+import dev.leasehold.memory.InMemoryLeaseStore;
+import java.sql.Connection;
+import java.time.Duration;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import javax.sql.DataSource;
+
+/**
+ * A service JVM for the crashed-service scenario, serving payments from its stdin as a web service
+ * would from HTTP, several at a time. Arguments: {@code request} (the write and the request's
+ * SUCCESS mark commit in one transaction, as {@code @Idempotent} does) or {@code effect} (the write
+ * is a side effect of the request: it commits with the effect's mark), the private database ({@link
+ * PrivateDatabase.Spec}) and the stale threshold in ms. Commands:
+ *
+ * <ul>
+ *   <li>{@code REQ key account amount [hang]} → {@code ACK key receipt}, {@code RETRY key reason}
+ *       (409, in progress) or {@code ERROR key message}: an idempotent payment
+ *   <li>{@code PLAIN key account amount [hang]} → {@code PAID key receipt}: the canary, a payment
+ *       endpoint without idempotency
+ * </ul>
+ *
+ * With {@code hang}, the service replies {@code COMMITTED key} right after the business commit
+ * and then never answers: the parent kills it there.
+ */
+public final class ServiceMain {
+
+    private ServiceMain() {}
+
+    public static void main(String[] args) throws Exception {
+        boolean effect = args[0].equals("effect");
+        PrivateDatabase.Spec db = PrivateDatabase.Spec.decode(args[1]);
+        Duration staleAfter = Duration.ofMillis(Long.parseLong(args[2]));
+        ChildJvm.Io io = new ChildJvm.Io();
+        ExecutorService workers = Executors.newFixedThreadPool(8);
+        try (var pool = db.pool("service", 10);
+                LockService locks = Library.locks(new InMemoryLeaseStore());
+                IdempotentExecutor executor =
+                        Library.executor(Library.records(pool, db.database(), staleAfter), locks)) {
+            SideEffects effects = Library.sideEffects(pool, db.database(), staleAfter);
+            io.reply("READY " + ProcessHandle.current().pid());
+            String line;
+            while ((line = io.command()) != null) {
+                String[] c = line.split(" ");
+                boolean hang = c.length > 4 && c[4].equals("hang");
+                Runnable afterCommit = () -> {
+                    if (hang) {
+                        io.reply("COMMITTED " + c[1]);
+                        hangForever();
+                    }
+                };
+                workers.submit(() -> serve(io, pool, executor, effects, effect, c, afterCommit));
+            }
+        } finally {
+            workers.shutdownNow();
+        }
+    }
+
+    private static void serve(
+            ChildJvm.Io io,
+            DataSource pool,
+            IdempotentExecutor executor,
+            SideEffects effects,
+            boolean effect,
+            String[] c,
+            Runnable afterCommit) {
+        String key = c[1];
+        String account = c[2];
+        long amount = Long.parseLong(c[3]);
+        try {
+            Library.BusinessWrite write = (tx, context) -> Bookings.book(tx, "fault_payment", key, account, amount);
+            if (c[0].equals("PLAIN")) {
+                String receipt;
+                try (Connection tx = pool.getConnection()) {
+                    tx.setAutoCommit(false);
+                    receipt = Bookings.book(tx, "fault_plain_payment", key, account, amount);
+                    tx.commit();
+                }
+                afterCommit.run();
+                io.reply("PAID " + key + " " + receipt);
+                return;
+            }
+            String payload = "{\"account\":\"" + account + "\",\"amount\":" + amount + "}";
+            Library.RequestOutcome outcome = effect
+                    ? Library.request(
+                            executor,
+                            "payments",
+                            key,
+                            payload,
+                            Library.asSideEffect(effects, payload, write, afterCommit))
+                    : Library.requestInTransaction(executor, pool, "payments", key, payload, write, afterCommit);
+            if (outcome.completed()) {
+                io.reply("ACK " + key + " " + outcome.body());
+            } else {
+                io.reply("RETRY " + key + " " + outcome.conflict());
+            }
+        } catch (Exception e) {
+            io.reply("ERROR " + key + " " + String.valueOf(e).replace('\n', ' '));
+        }
+    }
+
+    private static void hangForever() {
+        try {
+            new CountDownLatch(1).await(); // the parent kills this JVM here
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+}
