@@ -44,13 +44,15 @@ class ApiDescription {
             problem.addProperty("fields", new io.swagger.v3.oas.models.media.ArraySchema().items(new StringSchema()));
             problem.setDescription("RFC 9457 problem details");
             components.addSchemas(PROBLEM, problem);
-            components.addSecuritySchemes("basic", new SecurityScheme().type(SecurityScheme.Type.HTTP).scheme("basic"));
+            components.addSecuritySchemes(
+                    "basic", new SecurityScheme().type(SecurityScheme.Type.HTTP).scheme("basic"));
             api.addSecurityItem(new SecurityRequirement().addList("basic"));
             if (api.getPaths() == null) {
                 return;
             }
             api.getPaths().forEach((path, item) -> {
-                for (Map.Entry<PathItem.HttpMethod, Operation> op : item.readOperationsMap().entrySet()) {
+                for (Map.Entry<PathItem.HttpMethod, Operation> op :
+                        item.readOperationsMap().entrySet()) {
                     if (path.startsWith("/api/")) {
                         describe(path, op.getKey(), op.getValue());
                     }
@@ -67,27 +69,45 @@ class ApiDescription {
         problem(responses, "403", "another tenant's path, or a role this principal lacks");
         problem(responses, "404", "unknown loan note (or path)");
         if (method == PathItem.HttpMethod.POST) {
-            problem(responses, "409", "lock busy, changed concurrently, note closed or overdue, repayment reversed,"
-                            + " request in progress")
-                    .addHeaderObject("Retry-After", new Header().description("seconds to wait before retrying")
-                            .schema(new IntegerSchema()));
-            problem(responses, "422", "a rule refuses it: amount above what is owed, trade number or"
-                    + " Idempotency-Key reused with other parameters, asOf after the business date");
+            problem(
+                            responses,
+                            "409",
+                            "lock busy, changed concurrently, note closed or overdue, repayment reversed,"
+                                    + " request in progress")
+                    .addHeaderObject(
+                            "Retry-After",
+                            new Header()
+                                    .description("seconds to wait before retrying")
+                                    .schema(new IntegerSchema()));
+            problem(
+                    responses,
+                    "422",
+                    "a rule refuses it: amount above what is owed, trade number or"
+                            + " Idempotency-Key reused with other parameters, asOf after the business date");
             problem(responses, "503", "the lock store cannot be reached; nothing was changed")
-                    .addHeaderObject("Retry-After", new Header().description("seconds to wait before retrying")
-                            .schema(new IntegerSchema()));
+                    .addHeaderObject(
+                            "Retry-After",
+                            new Header()
+                                    .description("seconds to wait before retrying")
+                                    .schema(new IntegerSchema()));
             ApiResponse ok = responses.get("200");
-            if (ok != null && (path.endsWith("/repayments") || path.endsWith("/settlement")
-                    || path.endsWith("/batch-settlement"))) {
-                ok.addHeaderObject(LoanController.DUPLICATE_HEADER, new Header()
-                        .description("true when the trade number was accepted before: the original receipt is"
-                                + " replayed and nothing was booked again")
-                        .schema(new StringSchema()._enum(java.util.List.of("true"))));
+            if (ok != null
+                    && (path.endsWith("/repayments")
+                            || path.endsWith("/settlement")
+                            || path.endsWith("/batch-settlement"))) {
+                ok.addHeaderObject(
+                        LoanController.DUPLICATE_HEADER,
+                        new Header()
+                                .description("true when the trade number was accepted before: the original receipt is"
+                                        + " replayed and nothing was booked again")
+                                .schema(new StringSchema()._enum(java.util.List.of("true"))));
             } else if (ok != null && !path.endsWith("/overdue-runs") && !path.startsWith("/api/demo")) {
-                ok.addHeaderObject(LoanProblems.REPLAYED, new Header()
-                        .description("true when the Idempotency-Key was used before: the recorded answer is"
-                                + " replayed and nothing was changed again")
-                        .schema(new StringSchema()._enum(java.util.List.of("true"))));
+                ok.addHeaderObject(
+                        LoanProblems.REPLAYED,
+                        new Header()
+                                .description("true when the Idempotency-Key was used before: the recorded answer is"
+                                        + " replayed and nothing was changed again")
+                                .schema(new StringSchema()._enum(java.util.List.of("true"))));
             }
         }
     }
@@ -95,8 +115,10 @@ class ApiDescription {
     private static ApiResponse problem(ApiResponses responses, String status, String description) {
         ApiResponse response = new ApiResponse()
                 .description(description)
-                .content(new Content().addMediaType("application/problem+json",
-                        new MediaType().schema(new Schema<>().$ref("#/components/schemas/" + PROBLEM))));
+                .content(new Content()
+                        .addMediaType(
+                                "application/problem+json",
+                                new MediaType().schema(new Schema<>().$ref("#/components/schemas/" + PROBLEM))));
         responses.addApiResponse(status, response);
         return response;
     }

@@ -56,7 +56,9 @@ final class LazyRedisLeaseStore implements LeaseStore {
                 if (client == null) {
                     client = RedisClient.create(uri);
                     client.setOptions(ClientOptions.builder()
-                            .socketOptions(SocketOptions.builder().connectTimeout(timeout).build())
+                            .socketOptions(SocketOptions.builder()
+                                    .connectTimeout(timeout)
+                                    .build())
                             .timeoutOptions(TimeoutOptions.enabled(timeout))
                             .disconnectedBehavior(ClientOptions.DisconnectedBehavior.REJECT_COMMANDS)
                             .build());

@@ -43,13 +43,17 @@ class StormController {
             throw new AccessDeniedException("the storm runs on the caller's own tenant only");
         }
         List<String> targets = notes == null || notes.isEmpty()
-                ? repository.notes(tenant).stream().filter(Domain.Note::demo).map(Domain.Note::borrowNo).toList()
+                ? repository.notes(tenant).stream()
+                        .filter(Domain.Note::demo)
+                        .map(Domain.Note::borrowNo)
+                        .toList()
                 : notes;
         if (targets.isEmpty()) {
             throw new LoanProblems.Refused(409, "no-demo-notes", "tenant " + tenant + " has no demo notes");
         }
         for (String borrowNo : targets) {
-            Domain.Note note = repository.find(tenant, borrowNo)
+            Domain.Note note = repository
+                    .find(tenant, borrowNo)
                     .orElseThrow(() -> new LoanProblems.NoteNotFound(tenant, borrowNo));
             if (!note.demo()) {
                 throw new LoanProblems.Refused(

@@ -191,14 +191,18 @@ public final class StormRunner {
             String trade = "S" + run + "-" + i;
             if (roll < mix.duplicatePercent() && !originals.isEmpty()) {
                 // an exact duplicate of a recent original, racing it
-                Shot original = originals.get(Math.max(0, originals.size() - 1 - random.nextInt(Math.min(24, originals.size()))));
+                Shot original = originals.get(
+                        Math.max(0, originals.size() - 1 - random.nextInt(Math.min(24, originals.size()))));
                 shots.add(new Shot(original.note(), original.trade(), original.body(), 'd'));
             } else if (roll < mix.duplicatePercent() + mix.overBalancePercent()) {
                 shots.add(new Shot(note, trade, body(trade, "99999999.00"), 'o'));
             } else if (roll < mix.duplicatePercent() + mix.overBalancePercent() + mix.malformedPercent()) {
-                String[] broken = {"{\"channel\":\"APP\",", "{\"channel\":\"APP\",\"outTradeNo\":\"" + trade
-                        + "\",\"amount\":\"lots\"}", "[]", "{\"channel\":\"APP\",\"outTradeNo\":\"" + trade
-                        + "\",\"amount\":1,\"amount\":2}"};
+                String[] broken = {
+                    "{\"channel\":\"APP\",",
+                    "{\"channel\":\"APP\",\"outTradeNo\":\"" + trade + "\",\"amount\":\"lots\"}",
+                    "[]",
+                    "{\"channel\":\"APP\",\"outTradeNo\":\"" + trade + "\",\"amount\":1,\"amount\":2}"
+                };
                 shots.add(new Shot(note, trade, broken[random.nextInt(broken.length)], 'm'));
             } else {
                 Shot shot = new Shot(note, trade, body(trade, (1 + random.nextInt(9)) + ".00"), 'a');

@@ -114,8 +114,15 @@ abstract class AbstractLoanStormTest {
         List<String> notes = new ArrayList<>();
         for (int i = 1; i <= 5; i++) {
             String borrowNo = "STORM-" + i;
-            loans.open(tenant, borrowNo, "C900", new BigDecimal("100000.00"), new BigDecimal("0.12"), 12,
-                    LocalDate.now(), true);
+            loans.open(
+                    tenant,
+                    borrowNo,
+                    "C900",
+                    new BigDecimal("100000.00"),
+                    new BigDecimal("0.12"),
+                    12,
+                    LocalDate.now(),
+                    true);
             notes.add(borrowNo);
         }
         probe.delay(java.time.Duration.ofMillis(2));
@@ -126,12 +133,17 @@ abstract class AbstractLoanStormTest {
             assertThat(report.serverErrors()).as("no 5xx").isZero();
             assertThat(report.other()).isZero();
             assertThat(report.ok()).as(report.text()).isTrue();
-            assertThat(probe.maxInside()).as("operations inside one note at once").isEqualTo(1);
+            assertThat(probe.maxInside())
+                    .as("operations inside one note at once")
+                    .isEqualTo(1);
             assertThat(report.duplicatesCollapsed()).isPositive();
             assertThat(report.refusedOverBalance()).isPositive();
             assertThat(report.malformed()).isPositive();
-            assertThat(report.accepted() + report.duplicatesCollapsed() + report.refusedOverBalance()
-                            + report.malformed() + report.busy())
+            assertThat(report.accepted()
+                            + report.duplicatesCollapsed()
+                            + report.refusedOverBalance()
+                            + report.malformed()
+                            + report.busy())
                     .isEqualTo(report.requests());
         } finally {
             probe.delay(java.time.Duration.ofMillis(15));
@@ -145,7 +157,15 @@ abstract class AbstractLoanStormTest {
                 .uri("/api/demo/storm?tenant={t}&notes={n}&requests=5&threads=1", tenant, real)
                 .exchange((q, r) -> r.getStatusCode().value());
         assertThat(status).isEqualTo(409);
-        loans.open(tenant, "DEMO-1", "C900", new BigDecimal("100000.00"), new BigDecimal("0.12"), 12, LocalDate.now(), true);
+        loans.open(
+                tenant,
+                "DEMO-1",
+                "C900",
+                new BigDecimal("100000.00"),
+                new BigDecimal("0.12"),
+                12,
+                LocalDate.now(),
+                true);
         String text = http.post()
                 .uri("/api/demo/storm?tenant={t}&requests=40&threads=4", tenant)
                 .retrieve()

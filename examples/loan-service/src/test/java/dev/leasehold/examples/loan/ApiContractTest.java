@@ -41,7 +41,8 @@ class ApiContractTest extends H2ServiceTest {
     void aBodyNamingAFieldTwiceIsRefusedAndBooksNothing() {
         String note = open("12000.00", 12, today);
         Api.Answer answer = api.post(
-                "/notes/" + note + "/repayments", "{\"channel\":\"APP\",\"outTradeNo\":\"T-1\",\"amount\":5,\"amount\":4000}");
+                "/notes/" + note + "/repayments",
+                "{\"channel\":\"APP\",\"outTradeNo\":\"T-1\",\"amount\":5,\"amount\":4000}");
         assertThat(answer.status()).isEqualTo(400);
         assertThat(answer.body().get("detail").asString()).contains("duplicate field \"amount\"");
         assertThat(api.get("/notes/" + note + "/repayments").body()).isEmpty();
@@ -75,15 +76,19 @@ class ApiContractTest extends H2ServiceTest {
         for (String status : List.of("200", "400", "401", "403", "404", "409", "422", "503")) {
             assertThat(repay.has(status)).as("repayments answer " + status).isTrue();
         }
-        assertThat(repay.at("/422/content/application~1problem+json/schema/$ref").asString())
+        assertThat(repay.at("/422/content/application~1problem+json/schema/$ref")
+                        .asString())
                 .isEqualTo("#/components/schemas/Problem");
         assertThat(repay.at("/200/headers/Repayment-Duplicate").isMissingNode()).isFalse();
         assertThat(repay.at("/409/headers/Retry-After").isMissingNode()).isFalse();
-        assertThat(spec.at("/components/schemas/Problem/properties/detail").isMissingNode()).isFalse();
+        assertThat(spec.at("/components/schemas/Problem/properties/detail").isMissingNode())
+                .isFalse();
         JsonNode waiver = spec.at("/paths/~1api~1tenants~1{tenant}~1notes~1{borrowNo}~1interest-waivers/post");
-        assertThat(waiver.at("/responses/200/headers/Idempotent-Replayed").isMissingNode()).isFalse();
+        assertThat(waiver.at("/responses/200/headers/Idempotent-Replayed").isMissingNode())
+                .isFalse();
         assertThat(waiver.get("parameters").toString()).contains("Idempotency-Key");
-        assertThat(spec.at("/components/securitySchemes/basic/scheme").asString()).isEqualTo("basic");
+        assertThat(spec.at("/components/securitySchemes/basic/scheme").asString())
+                .isEqualTo("basic");
     }
 
     @Test
@@ -95,8 +100,11 @@ class ApiContractTest extends H2ServiceTest {
         repository.insertCharge(tenant, broken, "INTEREST", "INTEREST:4", new BigDecimal("1.00"), "stray");
         String[] both = {broken, fine};
         for (String n : both) {
-            jdbc.update("UPDATE repayment_schedule SET interest_earned = FALSE, interest_due = 0 WHERE tenant_id = ?"
-                    + " AND borrow_no = ? AND period = 4", tenant, n);
+            jdbc.update(
+                    "UPDATE repayment_schedule SET interest_earned = FALSE, interest_due = 0 WHERE tenant_id = ?"
+                            + " AND borrow_no = ? AND period = 4",
+                    tenant,
+                    n);
         }
         TestClock.advanceDays(31);
         try {
@@ -105,7 +113,10 @@ class ApiContractTest extends H2ServiceTest {
             assertThat(run.body().get("failures")).hasSize(1);
             assertThat(run.body().at("/failures/0/borrowNo").asString()).isEqualTo(broken);
             assertThat(run.body().at("/failures/0/problem").asString()).doesNotContain("Exception");
-            assertThat(api.get("/notes/" + fine).body().at("/note/penaltyOutstanding").decimalValue())
+            assertThat(api.get("/notes/" + fine)
+                            .body()
+                            .at("/note/penaltyOutstanding")
+                            .decimalValue())
                     .as("the other note was still processed")
                     .isPositive();
         } finally {
@@ -116,8 +127,8 @@ class ApiContractTest extends H2ServiceTest {
     @Test
     void aWrittenOffNoteOwesNothingAndTakesNoMoreRepayments() {
         String note = open("12000.00", 12, today.minusMonths(3));
-        Api.Answer off = api.operator(() -> api.postKeyed(
-                "/notes/" + note + "/write-off", Map.of("reason", "uncollectable"), Api.newKey()));
+        Api.Answer off = api.operator(
+                () -> api.postKeyed("/notes/" + note + "/write-off", Map.of("reason", "uncollectable"), Api.newKey()));
         assertThat(off.status()).isEqualTo(200);
         assertThat(off.body().at("/note/status").asString()).isEqualTo("WRITTEN_OFF");
         assertThat(off.body().get("outstanding").decimalValue()).isEqualByComparingTo("0");
@@ -163,8 +174,11 @@ class ApiContractTest extends H2ServiceTest {
             }
             assertThat(probe.maxInside()).as("one inside at a time").isEqualTo(1);
             assertThat(ok).as("some got in within their 3 s wait").isPositive();
-            BigDecimal after = api.get("/notes/" + note).body().get("outstanding").decimalValue();
-            assertThat(before.subtract(after)).as("balance moved by the sum of accepted repayments").isEqualByComparingTo(accepted);
+            BigDecimal after =
+                    api.get("/notes/" + note).body().get("outstanding").decimalValue();
+            assertThat(before.subtract(after))
+                    .as("balance moved by the sum of accepted repayments")
+                    .isEqualByComparingTo(accepted);
             assertThat(api.get("/notes/" + note + "/repayments").body()).hasSize(ok);
         } finally {
             probe.delay(Duration.ZERO);
@@ -177,12 +191,15 @@ class ApiContractTest extends H2ServiceTest {
         long leases = jdbc.queryForObject("SELECT COUNT(*) FROM leasehold_lease", Long.class);
         long fences = jdbc.queryForObject("SELECT COUNT(*) FROM leasehold_fence", Long.class);
         for (int i = 0; i < 25; i++) {
-            assertThat(api.repay("NOPE" + UUID.randomUUID().toString().substring(0, 8), "T-" + i, "5.00").status())
+            assertThat(api.repay("NOPE" + UUID.randomUUID().toString().substring(0, 8), "T-" + i, "5.00")
+                            .status())
                     .isEqualTo(404);
             Api stranger = new Api(port, "x" + UUID.randomUUID().toString().substring(0, 8));
             assertThat(stranger.repay("B1", "T-" + i, "5.00").status()).isIn(401, 403);
         }
-        assertThat(jdbc.queryForObject("SELECT COUNT(*) FROM leasehold_lease", Long.class)).isEqualTo(leases);
-        assertThat(jdbc.queryForObject("SELECT COUNT(*) FROM leasehold_fence", Long.class)).isEqualTo(fences);
+        assertThat(jdbc.queryForObject("SELECT COUNT(*) FROM leasehold_lease", Long.class))
+                .isEqualTo(leases);
+        assertThat(jdbc.queryForObject("SELECT COUNT(*) FROM leasehold_fence", Long.class))
+                .isEqualTo(fences);
     }
 }

@@ -103,7 +103,13 @@ class RedisOutageTest {
 
     private String open(String customer) {
         String borrowNo = "B" + UUID.randomUUID().toString().substring(0, 10).toUpperCase();
-        loans.open(tenant, borrowNo, customer, new BigDecimal("5000.00"), new BigDecimal("0.12"), 12,
+        loans.open(
+                tenant,
+                borrowNo,
+                customer,
+                new BigDecimal("5000.00"),
+                new BigDecimal("0.12"),
+                12,
                 LocalDate.now().minusMonths(2));
         return borrowNo;
     }
@@ -119,7 +125,11 @@ class RedisOutageTest {
         String note = open("C1");
         Api.Answer paid = api.repay(note, "T-1", "100.00");
         assertThat(paid.status()).as(paid.text()).isEqualTo(200);
-        assertThat(api.get("/notes/" + note + "/conservation").body().get("holds").asBoolean()).isTrue();
+        assertThat(api.get("/notes/" + note + "/conservation")
+                        .body()
+                        .get("holds")
+                        .asBoolean())
+                .isTrue();
     }
 
     @Test
@@ -130,7 +140,8 @@ class RedisOutageTest {
         List<Supplier<Api.Answer>> calls = new ArrayList<>();
         for (int i = 0; i < 4; i++) {
             calls.add(() -> api.overdueRun(LocalDate.now()));
-            calls.add(() -> api.post("/customers/C7/batch-settlement",
+            calls.add(() -> api.post(
+                    "/customers/C7/batch-settlement",
                     Map.of("borrowNos", List.of(a, b), "channel", "COUNTER", "outTradeNo", "BATCH-1")));
             calls.add(() -> api.repay(a, "T-SAME", "10.00"));
         }
@@ -152,7 +163,11 @@ class RedisOutageTest {
             pool.shutdownNow();
         }
         for (String n : List.of(a, b)) {
-            assertThat(api.get("/notes/" + n + "/conservation").body().get("holds").asBoolean()).isTrue();
+            assertThat(api.get("/notes/" + n + "/conservation")
+                            .body()
+                            .get("holds")
+                            .asBoolean())
+                    .isTrue();
         }
     }
 
@@ -166,11 +181,15 @@ class RedisOutageTest {
         long millis = (System.nanoTime() - started) / 1_000_000;
         assertThat(answer.status()).as(answer.text()).isEqualTo(503);
         assertThat(answer.header("Retry-After")).isNotBlank();
-        assertThat(millis).as("a bounded lock-store timeout, answered within about a second").isLessThan(2_500);
+        assertThat(millis)
+                .as("a bounded lock-store timeout, answered within about a second")
+                .isLessThan(2_500);
         Api.Answer health = api.getRaw("/actuator/health");
         assertThat(health.status()).isEqualTo(503);
         assertThat(health.body().at("/components/leasehold/status").asString()).isEqualTo("DOWN");
-        assertThat(api.get("/notes/" + note + "/repayments").body()).as("nothing booked").isEmpty();
+        assertThat(api.get("/notes/" + note + "/repayments").body())
+                .as("nothing booked")
+                .isEmpty();
     }
 
     @Test
@@ -178,9 +197,14 @@ class RedisOutageTest {
     void whenRedisComesBackSoDoesTheService() throws Exception {
         String note = open("C1");
         redis = startRedis(REDIS_PORT);
-        Awaitility.await().atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(200))
+        Awaitility.await()
+                .atMost(Duration.ofSeconds(20))
+                .pollInterval(Duration.ofMillis(200))
                 .until(() -> api.repay(note, "T-3", "10.00").status() == 200);
-        assertThat(api.getRaw("/actuator/health").body().at("/components/leasehold/status").asString())
+        assertThat(api.getRaw("/actuator/health")
+                        .body()
+                        .at("/components/leasehold/status")
+                        .asString())
                 .isEqualTo("UP");
         assertThat(mode("bypass").status()).isEqualTo(200);
         assertThat(mode("enforce").status()).isEqualTo(200);
@@ -196,12 +220,22 @@ class RedisOutageTest {
 
     private static Process startRedis(int port) throws Exception {
         Process process = new ProcessBuilder(
-                        "redis-server", "--port", String.valueOf(port), "--bind", "127.0.0.1", "--save", "",
-                        "--appendonly", "no")
+                        "redis-server",
+                        "--port",
+                        String.valueOf(port),
+                        "--bind",
+                        "127.0.0.1",
+                        "--save",
+                        "",
+                        "--appendonly",
+                        "no")
                 .redirectErrorStream(true)
                 .redirectOutput(ProcessBuilder.Redirect.DISCARD)
                 .start();
-        Awaitility.await().atMost(Duration.ofSeconds(10)).pollInterval(Duration.ofMillis(50)).until(() -> ping(port));
+        Awaitility.await()
+                .atMost(Duration.ofSeconds(10))
+                .pollInterval(Duration.ofMillis(50))
+                .until(() -> ping(port));
         return process;
     }
 
