@@ -309,7 +309,11 @@ class RedisClusterConformanceTest extends LeaseStoreConformance {
             assertThat(rawLease(loans.get(i)))
                     .contains(new RawLease(owner, grants.get(i).fence()));
         }
-        assertThat(grants).extracting(Grant::fence).doesNotHaveDuplicates();
+        assertThat(grants)
+                .extracting(Grant::fence)
+                .as("the fences of one batch: distinct, increasing in the batch's order")
+                .doesNotHaveDuplicates()
+                .isSorted();
     }
 
     /**
