@@ -358,6 +358,23 @@ class RedisClusterConformanceTest extends LeaseStoreConformance {
         return probe.getPartitions().getPartitionBySlot(slot).getUri().getPort();
     }
 
+    /** Listing finds keys with a hash tag of their own (named {@code prefix{tag}{key}}) beside the others. */
+    @Test
+    void listFindsKeysWithAndWithoutAHashTag() {
+        LockKey tagged = key("B7", "L1").withHashTag(0);
+        LockKey plain = key("B7", "L2");
+        String owner = LockOwner.create("lister").token();
+        for (LockKey k : List.of(tagged, plain)) {
+            assertThat(store.tryAcquire(k, owner, Duration.ofSeconds(30))).isInstanceOf(AcquireResult.Granted.class);
+        }
+        assertThat(store.list(tagged.namespace(), 10))
+                .extracting(info -> info.key().render())
+                .containsExactlyInAnyOrder(tagged.render(), plain.render());
+        assertThat(store.list(tagged.namespace(), 10))
+                .extracting(dev.leasehold.LeaseInfo::key)
+                .contains(tagged);
+    }
+
     private String heldByAStranger(LockKey key) {
         String stranger = LockOwner.create("stranger").token();
         assertThat(store.tryAcquire(key, stranger, Duration.ofSeconds(30))).isInstanceOf(AcquireResult.Granted.class);
