@@ -3,11 +3,14 @@
 -- the batch is in one slot (the caller groups them).
 --   IF some lease is held by another owner -> {0, i, holder_ttl_ms} for the first such i; nothing is changed
 --   ELSE each lease as acquire.lua grants one:
---     absent:           fence := max(counter + 1, server TIME in microseconds); counter := fence, with TTL
+--     absent:           fence := max(counter + 1, floor); floor := fence + 1; counter := fence, with TTL
 --                       ARGV[3]; lease := {owner, fence} with TTL ARGV[2]                        (new, 1)
 --     held by ARGV[1]:  reset the TTL to ARGV[2]; keep the fence                               (re-entry, 0)
 --                                          -> {1, time_s, time_us, fence_1, new_1, ..., fence_n, new_n}
--- Fences are the hybrid logical clock of acquire.lua; TIME is read before the first write.
+-- Fences are the hybrid logical clock of acquire.lua: the floor starts at the server's TIME in
+-- microseconds, read before the first write. It then passes each new fence, so the new grants of
+-- one batch get distinct fences, increasing in the batch's order (a batch of n keys runs about n
+-- microseconds ahead of the clock).
 local owners = {}
 for i = 1, #KEYS / 2 do
   local owner = redis.call('HGET', KEYS[2 * i - 1], 'owner')
@@ -27,6 +30,7 @@ for i = 1, #KEYS / 2 do
     if counter ~= nil and counter + 1 > fence then
       fence = counter + 1
     end
+    floor = fence + 1
     -- %d, not tostring: Lua would print a 16-digit number in exponent form
     local text = string.format('%d', fence)
     redis.call('SET', KEYS[2 * i], text, 'PX', ARGV[3])

@@ -309,7 +309,11 @@ class RedisClusterConformanceTest extends LeaseStoreConformance {
             assertThat(rawLease(loans.get(i)))
                     .contains(new RawLease(owner, grants.get(i).fence()));
         }
-        assertThat(grants).extracting(Grant::fence).doesNotHaveDuplicates();
+        assertThat(grants)
+                .extracting(Grant::fence)
+                .as("the fences of one batch: distinct, increasing in the batch's order")
+                .doesNotHaveDuplicates()
+                .isSorted();
     }
 
     /**
@@ -352,6 +356,23 @@ class RedisClusterConformanceTest extends LeaseStoreConformance {
     private int shardOf(String hashTag) {
         int slot = SlotHash.getSlot(KEYS.lease(key(hashTag, "L0").withHashTag(0)));
         return probe.getPartitions().getPartitionBySlot(slot).getUri().getPort();
+    }
+
+    /** Listing finds keys with a hash tag of their own (named {@code prefix{tag}{key}}) beside the others. */
+    @Test
+    void listFindsKeysWithAndWithoutAHashTag() {
+        LockKey tagged = key("B7", "L1").withHashTag(0);
+        LockKey plain = key("B7", "L2");
+        String owner = LockOwner.create("lister").token();
+        for (LockKey k : List.of(tagged, plain)) {
+            assertThat(store.tryAcquire(k, owner, Duration.ofSeconds(30))).isInstanceOf(AcquireResult.Granted.class);
+        }
+        assertThat(store.list(tagged.namespace(), 10))
+                .extracting(info -> info.key().render())
+                .containsExactlyInAnyOrder(tagged.render(), plain.render());
+        assertThat(store.list(tagged.namespace(), 10))
+                .extracting(dev.leasehold.LeaseInfo::key)
+                .contains(tagged);
     }
 
     private String heldByAStranger(LockKey key) {

@@ -208,7 +208,12 @@ class RedisFailureTest {
                     .isEqualTo(1);
             assertThat(grantTrips).isEqualTo(1);
             List<dev.leasehold.spi.Grant> grants = ((BatchAcquireResult.Granted) granted.get()).grants();
-            assertThat(grants).hasSize(10);
+            assertThat(grants)
+                    .extracting(dev.leasehold.spi.Grant::fence)
+                    .as("the fences of one batch: distinct, increasing in the batch's order")
+                    .hasSize(10)
+                    .doesNotHaveDuplicates()
+                    .isSorted();
             for (int i = 0; i < batch.size(); i++) {
                 assertThat(raw.sync().hget(keys.lease(batch.get(i)), "owner")).isEqualTo(owner);
                 assertThat(raw.sync().hget(keys.lease(batch.get(i)), "fence"))
