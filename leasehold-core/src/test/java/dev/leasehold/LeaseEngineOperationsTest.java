@@ -273,11 +273,22 @@ class LeaseEngineOperationsTest extends EngineHarness {
         LockService service = service(store);
         ScriptedStore.Gate gate = new ScriptedStore.Gate();
         store.script(Op.ACQUIRE, KEY, ScriptedStore.hang(gate));
-        java.util.concurrent.Future<Lease> caller =
-                async(() -> service.acquire(KEY, waiting(Duration.ofSeconds(30), Duration.ofHours(1))));
+        java.util.concurrent.atomic.AtomicReference<Throwable> outcome =
+                new java.util.concurrent.atomic.AtomicReference<>();
+        Thread caller = new Thread(() -> {
+            try {
+                service.acquire(KEY, waiting(Duration.ofSeconds(30), Duration.ofHours(1)));
+                outcome.set(new AssertionError("acquired although interrupted while the store hung"));
+            } catch (Throwable e) {
+                outcome.set(e);
+            }
+        });
+        caller.start();
         gate.awaitEntered();
-        caller.cancel(true);
-        gate.open();
+        caller.interrupt();
+        caller.join(FakeTime.PATIENCE.toMillis());
+        assertThat(outcome.get()).isInstanceOf(InterruptedException.class);
+        gate.open(); // the grant arrives after the caller left
         awaitFree(store, KEY);
         assertThat(service.heldLeases()).isEmpty();
     }
