@@ -55,6 +55,7 @@ final class HeldLease {
     private final AtomicInteger holds = new AtomicInteger(1);
     private final AtomicReference<Status> status = new AtomicReference<>(HELD);
     private volatile long deadlineNanos;
+    private boolean firstRenewalArmed; // set on the caller's thread at start, before any renewal runs
     private volatile Instant validUntil;
     private final List<LostCallback> lostCallbacks = new CopyOnWriteArrayList<>();
     private volatile ScheduledFuture<?> renewalDue;
@@ -100,7 +101,15 @@ final class HeldLease {
             return;
         }
         try {
-            renewalDue = engine.timer.schedule(this::renewalFallsDue, renewalPeriod(), TimeUnit.NANOSECONDS);
+            long delay = renewalPeriod();
+            if (!firstRenewalArmed) {
+                // The first one at most half the grant's validity away: a grant shorter than its
+                // lease time (a store that hands a waiter the key for the rest of its queue place)
+                // becomes a full lease in time. Later ones (and retries) keep the lease/3 period.
+                firstRenewalArmed = true;
+                delay = Math.min(delay, Math.max(1, (deadlineNanos - engine.ticker.nanos()) / 2));
+            }
+            renewalDue = engine.timer.schedule(this::renewalFallsDue, delay, TimeUnit.NANOSECONDS);
         } catch (RejectedExecutionException e) {
             // The service is closing.
         }

@@ -8,6 +8,7 @@ import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Collection;
+import java.util.HexFormat;
 import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
@@ -182,7 +183,7 @@ final class LeaseEngine implements LockService {
         long start = ticker.nanos();
         Attempt attempt;
         try {
-            attempt = attempt(key, options, owner, token, start, Long.MAX_VALUE, false);
+            attempt = attempt(key, options, owner, token, null, start, Long.MAX_VALUE, false);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt(); // unreachable without a deadline; keep the flag
             throw new LeaseStoreException("acquire", key.render(), e);
@@ -210,7 +211,7 @@ final class LeaseEngine implements LockService {
         long start = ticker.nanos();
         long waitNanos = options.waitFor().toNanos();
         if (waitNanos == 0) {
-            Attempt attempt = attempt(key, options, owner, token, start, Long.MAX_VALUE, false);
+            Attempt attempt = attempt(key, options, owner, token, null, start, Long.MAX_VALUE, false);
             if (attempt.lease() != null) {
                 return attempt.lease();
             }
@@ -226,6 +227,10 @@ final class LeaseEngine implements LockService {
             throws InterruptedException {
         Waiter waiter = new Waiter();
         WaitQueue queue = join(key, waiter);
+        // One store token for every attempt of this wait, so a store that queues waiters (the Redis
+        // fair mode) recognises the waiter again. Still one grant per token: the wait ends with its
+        // first grant, and an attempt without an answer ends it too (its token is then given back).
+        String waitToken = grantToken(token);
         boolean acquired = false;
         try {
             boolean sawBusy = false;
@@ -235,7 +240,7 @@ final class LeaseEngine implements LockService {
             while (true) {
                 boolean myTurn = !fair || queue.isHead(waiter);
                 if (myTurn) {
-                    Attempt attempt = attempt(key, options, owner, token, start, deadline, true);
+                    Attempt attempt = attempt(key, options, owner, token, waitToken, start, deadline, true);
                     if (attempt.lease() != null) {
                         acquired = true;
                         return attempt.lease();
@@ -300,7 +305,14 @@ final class LeaseEngine implements LockService {
      * store call runs on a worker and is waited for until the deadline only.
      */
     private Attempt attempt(
-            LockKey key, LeaseOptions options, Object owner, String token, long start, long deadline, boolean queued)
+            LockKey key,
+            LeaseOptions options,
+            Object owner,
+            String token,
+            String waitToken,
+            long start,
+            long deadline,
+            boolean queued)
             throws InterruptedException {
         if (closed.get()) {
             throw new IllegalStateException("the lock service is closed");
@@ -331,7 +343,7 @@ final class LeaseEngine implements LockService {
                     return new Attempt(null, -1, true); // no barging past a queued waiter
                 }
                 awaitForceWatch(deadline);
-                String grantToken = grantToken(token);
+                String grantToken = waitToken != null ? waitToken : grantToken(token);
                 long sent = ticker.nanos();
                 AcquireResult result = bounded
                         ? boundedAcquire(key, grantToken, options, deadline)
@@ -359,7 +371,8 @@ final class LeaseEngine implements LockService {
         }
         String base =
                 ownerToken.length() > MAX_TOKEN - SUFFIX ? ownerToken.substring(0, MAX_TOKEN - SUFFIX) : ownerToken;
-        return base + "." + String.format("%016x", ThreadLocalRandom.current().nextLong());
+        return base + "."
+                + HexFormat.of().toHexDigits(ThreadLocalRandom.current().nextLong());
     }
 
     private AcquireResult directAcquire(LockKey key, String grantToken, LeaseOptions options) {

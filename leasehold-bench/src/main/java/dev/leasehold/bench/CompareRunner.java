@@ -84,6 +84,7 @@ public final class CompareRunner {
                     () -> Contenders.leaseholdRedis(redisUri),
                     () -> Contenders.redisson(redisUri, false),
                     () -> Contenders.redisson(redisUri, true),
+                    () -> Contenders.redissonFair(redisUri),
                     () -> Contenders.springIntegrationRedis(parsed.getHost(), parsed.getPort(), false),
                     () -> Contenders.springIntegrationRedis(parsed.getHost(), parsed.getPort(), true),
                     () -> unchecked(() -> Contenders.rawJdbc(pg, Database.POSTGRESQL)),
@@ -151,6 +152,13 @@ public final class CompareRunner {
     /** (a) and (b): lock + unlock pairs on distinct keys. */
     private Result pairs(Contender c, String pass, int threads, int perThread) throws Exception {
         long[][] latencies = new long[threads][perThread];
+        List<String> keys = new ArrayList<>();
+        for (int t = 0; t < threads; t++) {
+            for (int i = 0; i < Math.min(perThread, 256); i++) {
+                keys.add(run + "-" + pass + "-" + t + "-" + i);
+            }
+        }
+        c.prepare(keys);
         CyclicBarrier start = new CyclicBarrier(threads);
         ExecutorService pool = Executors.newFixedThreadPool(threads);
         long began;
@@ -201,6 +209,7 @@ public final class CompareRunner {
     /** (c): 8 threads on one key, 1 ms inside. */
     private Result handOffs(Contender c, String pass, int total) throws Exception {
         String key = run + "-" + pass + "-hot";
+        c.prepare(List.of(key));
         AtomicInteger remaining = new AtomicInteger(total);
         AtomicInteger changes = new AtomicInteger();
         AtomicInteger lastOwner = new AtomicInteger(-1);
@@ -265,6 +274,7 @@ public final class CompareRunner {
     /** (d): try-acquire of a key another owner holds. */
     private Result busy(Contender c, String pass, int tries) throws Exception {
         String key = run + "-" + pass + "-held";
+        c.prepare(List.of(key));
         ExecutorService holder = Executors.newSingleThreadExecutor();
         try {
             Contender.Held held = holder.submit(() -> c.tryLock(key)).get();

@@ -21,7 +21,6 @@ import java.sql.Statement;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.Optional;
-import java.util.UUID;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.Lock;
 import javax.sql.DataSource;
@@ -49,13 +48,26 @@ final class Contenders {
 
     // ---------------------------------------------------------------- Redis
 
-    /** The floor: SET NX PX, then a compare-and-delete script called by SHA. */
+    /**
+     * The floor: SET NX PX, then a compare-and-delete script called by SHA, each thread on a connection
+     * of its own (no pipelining with other threads), a token from a counter (no random source).
+     */
     static Contender rawRedis(String uri) {
         RedisClient client = RedisClient.create(uri);
-        StatefulRedisConnection<String, String> connection = client.connect();
-        RedisCommands<String, String> redis = connection.sync();
-        String sha = redis.scriptLoad(
-                "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end");
+        String sha;
+        try (StatefulRedisConnection<String, String> loader = client.connect()) {
+            sha = loader.sync().scriptLoad(COMPARE_AND_DELETE);
+        }
+        java.util.List<StatefulRedisConnection<String, String>> opened =
+                new java.util.concurrent.CopyOnWriteArrayList<>();
+        ThreadLocal<RedisCommands<String, String>> perThread = ThreadLocal.withInitial(() -> {
+            StatefulRedisConnection<String, String> connection = client.connect();
+            opened.add(connection);
+            return connection.sync();
+        });
+        String prefix = Long.toString(System.nanoTime(), 36) + "-";
+        java.util.concurrent.atomic.AtomicLong tokens = new java.util.concurrent.atomic.AtomicLong();
+        SetArgs nxPx = SetArgs.Builder.nx().px(LEASE.toMillis());
         return new Contender() {
             @Override
             public String name() {
@@ -73,14 +85,20 @@ final class Contenders {
             }
 
             @Override
+            public java.util.Set<String> plainCommands() {
+                return java.util.Set.of("set");
+            }
+
+            @Override
             public Held tryLock(String key) {
-                String token = UUID.randomUUID().toString();
-                String ok =
-                        redis.set("floor:" + key, token, SetArgs.Builder.nx().px(LEASE.toMillis()));
-                if (ok == null) {
+                RedisCommands<String, String> redis = perThread.get();
+                String token = prefix + tokens.incrementAndGet();
+                String redisKey = "floor:" + key;
+                if (redis.set(redisKey, token, nxPx) == null) {
                     return null;
                 }
-                return () -> redis.evalsha(sha, ScriptOutputType.INTEGER, new String[] {"floor:" + key}, token);
+                String[] keys = {redisKey};
+                return () -> perThread.get().evalsha(sha, ScriptOutputType.INTEGER, keys, token);
             }
 
             @Override
@@ -90,11 +108,14 @@ final class Contenders {
 
             @Override
             public void close() {
-                connection.close();
+                opened.forEach(StatefulRedisConnection::close);
                 client.shutdown();
             }
         };
     }
+
+    private static final String COMPARE_AND_DELETE =
+            "if redis.call('get', KEYS[1]) == ARGV[1] then return redis.call('del', KEYS[1]) else return 0 end";
 
     static Contender leaseholdRedis(String uri) {
         RedisClient client = RedisClient.create(uri);
@@ -107,10 +128,64 @@ final class Contenders {
                 });
     }
 
-    static Contender redisson(String uri, boolean fenced) {
+    /** Redisson's {@code RFairLock}: a FIFO of waiters across processes, kept in Redis. */
+    static Contender redissonFair(String uri) {
+        RedissonClient redisson = redissonClient(uri);
+        return new Contender() {
+            @Override
+            public String name() {
+                return "Redisson RFairLock";
+            }
+
+            @Override
+            public String backend() {
+                return "redis";
+            }
+
+            @Override
+            public Held tryLock(String key) {
+                org.redisson.api.RLock lock = redisson.getFairLock("rfair:" + key);
+                return lock.tryLock() ? lock::unlock : null;
+            }
+
+            @Override
+            public Held lock(String key, Duration wait) throws InterruptedException {
+                org.redisson.api.RLock lock = redisson.getFairLock("rfair:" + key);
+                return lock.tryLock(wait.toMillis(), TimeUnit.MILLISECONDS) ? lock::unlock : null;
+            }
+
+            @Override
+            public void close() {
+                redisson.shutdown();
+            }
+        };
+    }
+
+    private static RedissonClient redissonClient(String uri) {
         Config config = new Config();
         config.useSingleServer().setAddress(uri).setConnectionMinimumIdleSize(8).setConnectionPoolSize(16);
-        RedissonClient redisson = Redisson.create(config);
+        return Redisson.create(config);
+    }
+
+    /** Leasehold on the Redis store's fair mode (one queue per key in Redis, hand-off at release). */
+    static Contender leaseholdRedisFair(String uri, Duration queueTtl) {
+        RedisClient client = RedisClient.create(uri);
+        RedisLeaseStore store = RedisLeaseStore.builder(client)
+                .keyPrefix("bench:")
+                .fairQueue(queueTtl)
+                .build();
+        return leasehold(
+                "Leasehold (Redis, fair queue)",
+                "redis",
+                LockService.builder(store).build(),
+                () -> {
+                    store.close();
+                    client.shutdown();
+                });
+    }
+
+    static Contender redisson(String uri, boolean fenced) {
+        RedissonClient redisson = redissonClient(uri);
         return new Contender() {
             @Override
             public String name() {
@@ -169,15 +244,25 @@ final class Contenders {
     // ---------------------------------------------------------------- SQL
 
     static HikariDataSource pool(String url, String user, String password) {
+        return pool(url, user, password, 12, 12);
+    }
+
+    static HikariDataSource pool(String url, String user, String password, int size, int minimumIdle) {
         HikariConfig config = new HikariConfig();
         config.setJdbcUrl(url);
         config.setUsername(user);
         config.setPassword(password);
-        config.setMaximumPoolSize(12);
+        config.setMaximumPoolSize(size);
+        config.setMinimumIdle(minimumIdle);
         return new HikariDataSource(config);
     }
 
-    /** The floor: one conditional UPDATE to take a pre-created row, one to give it back. */
+    /**
+     * The floor: one autocommit conditional UPDATE to take a pre-created row, one to give it back, each
+     * concurrent caller on a connection of its own (a free list, no pool in between) with the two
+     * statements prepared once per connection, a token from a counter.
+     * {@link Contender#prepare} creates the rows before a timed pass.
+     */
     static Contender rawJdbc(DataSource dataSource, Database database) throws Exception {
         String table = "bench_floor";
         String until = database == Database.POSTGRESQL ? "TIMESTAMPTZ" : "DATETIME(6)";
@@ -196,9 +281,39 @@ final class Contenders {
         String insert = database == Database.POSTGRESQL
                 ? "INSERT INTO " + table + " (k) VALUES (?) ON CONFLICT DO NOTHING"
                 : "INSERT IGNORE INTO " + table + " (k) VALUES (?)";
-        return new Contender() {
-            private final java.util.Set<String> created = java.util.concurrent.ConcurrentHashMap.newKeySet();
+        /** One thread's connection and its two prepared statements. */
+        final class Session {
+            final Connection connection;
+            final PreparedStatement take;
+            final PreparedStatement give;
 
+            Session() throws java.sql.SQLException {
+                connection = dataSource.getConnection();
+                connection.setAutoCommit(true);
+                take = connection.prepareStatement(acquire);
+                give = connection.prepareStatement(release);
+            }
+        }
+        java.util.List<Session> opened = new java.util.concurrent.CopyOnWriteArrayList<>();
+        // Idle sessions: a caller takes one for a statement and puts it back, so each concurrent caller
+        // works on a connection of its own without a pool in between, and a pass's threads can end.
+        java.util.concurrent.ConcurrentLinkedDeque<Session> idle = new java.util.concurrent.ConcurrentLinkedDeque<>();
+        java.util.function.Supplier<Session> take = () -> {
+            Session session = idle.pollFirst();
+            if (session != null) {
+                return session;
+            }
+            try {
+                Session created = new Session();
+                opened.add(created);
+                return created;
+            } catch (java.sql.SQLException e) {
+                throw new IllegalStateException(e);
+            }
+        };
+        String prefix = Long.toString(System.nanoTime(), 36) + "-";
+        java.util.concurrent.atomic.AtomicLong tokens = new java.util.concurrent.atomic.AtomicLong();
+        return new Contender() {
             @Override
             public String name() {
                 return "raw JDBC UPDATE + UPDATE";
@@ -214,36 +329,46 @@ final class Contenders {
                 return true;
             }
 
-            void ensure(String key) throws Exception {
-                if (created.add(key)) {
-                    try (Connection c = dataSource.getConnection();
-                            PreparedStatement s = c.prepareStatement(insert)) {
+            @Override
+            public void prepare(java.util.Collection<String> keys) throws Exception {
+                try (Connection c = dataSource.getConnection();
+                        PreparedStatement s = c.prepareStatement(insert)) {
+                    c.setAutoCommit(false);
+                    for (String key : keys) {
                         s.setString(1, key);
-                        s.executeUpdate();
+                        s.addBatch();
                     }
+                    s.executeBatch();
+                    c.commit();
+                    c.setAutoCommit(true);
                 }
             }
 
             @Override
             public Held tryLock(String key) throws Exception {
-                ensure(key);
-                String token = UUID.randomUUID().toString();
-                try (Connection c = dataSource.getConnection();
-                        PreparedStatement s = c.prepareStatement(acquire)) {
-                    s.setString(1, token);
-                    s.setString(2, key);
-                    if (s.executeUpdate() != 1) {
-                        return null;
-                    }
+                Session session = take.get();
+                String token = prefix + tokens.incrementAndGet();
+                int taken;
+                try {
+                    session.take.setString(1, token);
+                    session.take.setString(2, key);
+                    taken = session.take.executeUpdate();
+                } finally {
+                    idle.offerFirst(session);
+                }
+                if (taken != 1) {
+                    return null;
                 }
                 return () -> {
-                    try (Connection c = dataSource.getConnection();
-                            PreparedStatement s = c.prepareStatement(release)) {
-                        s.setString(1, key);
-                        s.setString(2, token);
-                        s.executeUpdate();
+                    Session giver = take.get();
+                    try {
+                        giver.give.setString(1, key);
+                        giver.give.setString(2, token);
+                        giver.give.executeUpdate();
                     } catch (java.sql.SQLException e) {
                         throw new IllegalStateException(e);
+                    } finally {
+                        idle.offerFirst(giver);
                     }
                 };
             }
@@ -254,7 +379,20 @@ final class Contenders {
             }
 
             @Override
-            public void close() {}
+            public long sessionStatements() throws java.sql.SQLException {
+                long total = 0;
+                for (Session session : opened) {
+                    total += SessionCounts.statementsSoFar(session.connection, database);
+                }
+                return total;
+            }
+
+            @Override
+            public void close() throws java.sql.SQLException {
+                for (Session session : opened) {
+                    session.connection.close();
+                }
+            }
         };
     }
 
@@ -345,7 +483,7 @@ final class Contenders {
 
     // ---------------------------------------------------------------- helpers
 
-    private static Contender leasehold(String name, String backend, LockService locks, Runnable closer) {
+    static Contender leasehold(String name, String backend, LockService locks, Runnable closer) {
         LeaseOptions noWait = LeaseOptions.builder().leaseFor(LEASE).build();
         return new Contender() {
             @Override

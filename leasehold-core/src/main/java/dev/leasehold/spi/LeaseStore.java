@@ -3,6 +3,10 @@ package dev.leasehold.spi;
 import dev.leasehold.LeaseInfo;
 import dev.leasehold.LockKey;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Objects;
 import java.util.Optional;
 import java.util.function.Consumer;
 
@@ -35,6 +39,84 @@ public interface LeaseStore extends AutoCloseable {
      * by the same owner (then the lease is extended and the fence kept).
      */
     AcquireResult tryAcquire(LockKey key, String owner, Duration leaseFor);
+
+    /**
+     * Grants every key to {@code owner} for {@code leaseFor}, or none of them: the batch form of
+     * {@link #tryAcquire}, for distinct keys in the order they are to be taken (sorted, as the
+     * engine takes batches). A store that can take several keys in one atomic step does so (Redis:
+     * keys on one shard, such as keys with one {@linkplain LockKey#withHashTag hash tag}, in one
+     * script); the default takes them one by one and, when one is busy or a call fails, releases
+     * what it took before it returns or throws. A key the owner already holds counts as granted
+     * (extended, its fence kept) and is released with the others when the batch fails, so the
+     * owner token should be one that holds none of the keys.
+     *
+     * @throws IllegalArgumentException if {@code keys} is empty or names a key twice
+     */
+    default BatchAcquireResult tryAcquireAll(List<LockKey> keys, String owner, Duration leaseFor) {
+        checkBatch(keys);
+        List<LockKey> taken = new ArrayList<>(keys.size());
+        List<Grant> grants = new ArrayList<>(keys.size());
+        for (LockKey key : keys) {
+            AcquireResult result;
+            try {
+                result = tryAcquire(key, owner, leaseFor);
+            } catch (RuntimeException | Error e) {
+                taken.add(key); // the failed call may have been applied: release it too
+                releaseAll(taken, owner, e);
+                throw e;
+            }
+            if (result instanceof AcquireResult.Busy busy) {
+                releaseAll(taken, owner, null);
+                return new BatchAcquireResult.Busy(key, busy.holderRemaining());
+            }
+            taken.add(key);
+            grants.add(((AcquireResult.Granted) result).grant());
+        }
+        return new BatchAcquireResult.Granted(grants);
+    }
+
+    /**
+     * Checks a batch for {@link #tryAcquireAll}: at least one key, none missing, none twice.
+     *
+     * @throws IllegalArgumentException if it is empty or names a key twice
+     * @throws NullPointerException if it or a key is missing
+     */
+    static void checkBatch(List<LockKey> keys) {
+        Objects.requireNonNull(keys, "keys are missing (null)");
+        if (keys.isEmpty()) {
+            throw new IllegalArgumentException("a batch needs at least one key");
+        }
+        HashSet<LockKey> seen = new HashSet<>();
+        for (LockKey key : keys) {
+            if (!seen.add(Objects.requireNonNull(key, "a key of the batch is missing (null)"))) {
+                throw new IllegalArgumentException("key " + key + " is named twice in the batch");
+            }
+        }
+    }
+
+    /**
+     * Releases every key taken, in reverse; a release that fails is added to {@code failure}, or,
+     * without one, thrown once every other release was tried.
+     */
+    private void releaseAll(List<LockKey> taken, String owner, Throwable failure) {
+        RuntimeException first = null;
+        for (int i = taken.size() - 1; i >= 0; i--) {
+            try {
+                release(taken.get(i), owner);
+            } catch (RuntimeException e) {
+                if (failure != null) {
+                    failure.addSuppressed(e);
+                } else if (first == null) {
+                    first = e;
+                } else {
+                    first.addSuppressed(e);
+                }
+            }
+        }
+        if (first != null) {
+            throw first;
+        }
+    }
 
     /**
      * Extends the lease to {@code leaseFor} from now if {@code owner} still holds it.

@@ -12,7 +12,6 @@ import dev.leasehold.LockKey;
 import dev.leasehold.LockOwner;
 import dev.leasehold.LockService;
 import dev.leasehold.jdbc.Database;
-import dev.leasehold.jdbc.JdbcLeaseStore;
 import dev.leasehold.testkit.TestServices;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -24,7 +23,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CyclicBarrier;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -49,18 +47,13 @@ abstract class AbstractIdempotencyTest {
 
     protected abstract Database database();
 
-    private static final Map<String, HikariDataSource> POOLS = new ConcurrentHashMap<>();
-
     protected DataSource dataSource() {
-        TestServices.JdbcEndpoint endpoint = endpoint();
-        return POOLS.computeIfAbsent(
-                endpoint.url(), url -> pool(url, endpoint.user(), endpoint.password(), database()));
+        return Stack.pooled(endpoint(), database());
     }
 
     @org.junit.jupiter.api.AfterAll
     static void closePools() {
-        POOLS.values().forEach(HikariDataSource::close);
-        POOLS.clear();
+        Stack.closePools();
     }
 
     /**
@@ -82,6 +75,7 @@ abstract class AbstractIdempotencyTest {
     private SideEffects effects;
     private LockService locks;
     private IdempotentExecutor executor;
+    private Stack stack;
 
     static HikariDataSource pool(String url, String user, String password, Database database) {
         HikariConfig config = new HikariConfig();
@@ -108,26 +102,17 @@ abstract class AbstractIdempotencyTest {
     @BeforeEach
     void open() {
         scope = "session-" + UUID.randomUUID();
-        records = RequestRecords.builder(dataSource())
-                .database(database())
-                .staleAfter(stale)
-                .build();
-        effects = SideEffects.builder(dataSource())
-                .database(database())
-                .staleAfter(stale)
-                .build();
-        locks = LockService.builder(JdbcLeaseStore.builder(dataSource())
-                        .database(database())
-                        .build())
-                .build();
-        executor = new IdempotentExecutor(records, locks);
+        stack = Stack.open(dataSource(), database(), stale);
+        records = stack.records();
+        effects = stack.effects();
+        locks = stack.locks();
+        executor = stack.executor();
     }
 
     @AfterEach
     void close() {
-        if (executor != null) {
-            executor.close();
-            locks.close();
+        if (stack != null) {
+            stack.close();
         }
     }
 
@@ -332,8 +317,7 @@ abstract class AbstractIdempotencyTest {
                 new StoredResponse.Header("Set-Cookie", "b=2"),
                 new StoredResponse.Header("X-Note", "  spaces\tand: colons  "),
                 new StoredResponse.Header("X-Empty", ""));
-        StoredResponse response =
-                StoredResponse.of(201, "application/problem+json; charset=utf-8", headers, body);
+        StoredResponse response = StoredResponse.of(201, "application/problem+json; charset=utf-8", headers, body);
         RequestHandle handle = claim("exact-1", "{}");
         records.complete(handle, response);
 
@@ -372,16 +356,22 @@ abstract class AbstractIdempotencyTest {
         assertThat(records.begin(scope, "k".repeat(IdempotencyKeys.MAX_LENGTH), fingerprint("{}")))
                 .isInstanceOf(Claim.Claimed.class);
         Map<String, InvalidIdempotencyKeyException.Rule> bad = Map.of(
-                "k".repeat(256), InvalidIdempotencyKeyException.Rule.TOO_LONG,
-                "line\nbreak", InvalidIdempotencyKeyException.Rule.CONTROL_CHARACTER,
-                "nul\u0000", InvalidIdempotencyKeyException.Rule.CONTROL_CHARACTER,
-                "half\uD800", InvalidIdempotencyKeyException.Rule.CONTROL_CHARACTER,
-                "", InvalidIdempotencyKeyException.Rule.MISSING,
-                "  ", InvalidIdempotencyKeyException.Rule.MISSING);
+                "k".repeat(256),
+                InvalidIdempotencyKeyException.Rule.TOO_LONG,
+                "line\nbreak",
+                InvalidIdempotencyKeyException.Rule.CONTROL_CHARACTER,
+                "nul\u0000",
+                InvalidIdempotencyKeyException.Rule.CONTROL_CHARACTER,
+                "half\uD800",
+                InvalidIdempotencyKeyException.Rule.CONTROL_CHARACTER,
+                "",
+                InvalidIdempotencyKeyException.Rule.MISSING,
+                "  ",
+                InvalidIdempotencyKeyException.Rule.MISSING);
         bad.forEach((key, rule) -> {
             assertThatThrownBy(() -> records.begin(scope, key, fingerprint("{}")))
-                    .isInstanceOfSatisfying(
-                            InvalidIdempotencyKeyException.class, e -> assertThat(e.rule()).isEqualTo(rule));
+                    .isInstanceOfSatisfying(InvalidIdempotencyKeyException.class, e -> assertThat(e.rule())
+                            .isEqualTo(rule));
             assertThatThrownBy(() -> IdempotencyKeys.check(key))
                     .isInstanceOf(InvalidIdempotencyKeyException.class)
                     .hasMessageContaining("idempotency key");
@@ -407,9 +397,10 @@ abstract class AbstractIdempotencyTest {
         String schema = "leasehold_no_tables";
         try (Connection c = dataSource().getConnection();
                 Statement s = c.createStatement()) {
-            s.execute(database() == Database.MARIADB
-                    ? "CREATE DATABASE IF NOT EXISTS " + schema
-                    : "CREATE SCHEMA IF NOT EXISTS " + schema);
+            s.execute(
+                    database() == Database.MARIADB
+                            ? "CREATE DATABASE IF NOT EXISTS " + schema
+                            : "CREATE SCHEMA IF NOT EXISTS " + schema);
         }
         TestServices.JdbcEndpoint endpoint = endpoint();
         HikariConfig config = new HikariConfig();
@@ -417,13 +408,15 @@ abstract class AbstractIdempotencyTest {
         config.setUsername(endpoint.user());
         config.setPassword(endpoint.password());
         config.setMaximumPoolSize(2);
-        config.setConnectionInitSql(switch (database()) {
-            case POSTGRESQL -> "SET search_path TO " + schema;
-            case MARIADB -> "USE " + schema;
-            case H2 -> "SET SCHEMA " + schema;
-        });
+        config.setConnectionInitSql(
+                switch (database()) {
+                    case POSTGRESQL -> "SET search_path TO " + schema;
+                    case MARIADB -> "USE " + schema;
+                    case H2 -> "SET SCHEMA " + schema;
+                });
         try (HikariDataSource empty = new HikariDataSource(config)) {
-            RequestRecords none = RequestRecords.builder(empty).database(database()).build();
+            RequestRecords none =
+                    RequestRecords.builder(empty).database(database()).build();
             assertThatThrownBy(() -> none.begin(scope, "k", fingerprint("{}")))
                     .isInstanceOfSatisfying(IdempotencySchemaMissingException.class, e -> {
                         assertThat(e.table()).isEqualTo("leasehold_request");
@@ -446,7 +439,8 @@ abstract class AbstractIdempotencyTest {
         }
         String insert = "INSERT INTO " + table + " (id, note, amount) VALUES (?, ?, ?)";
         String id = Jdbc.newId();
-        assertThat(Jdbc.insertUnlessDuplicate(dataSource(), "insert", id, insert, id, "a", 1)).isTrue();
+        assertThat(Jdbc.insertUnlessDuplicate(dataSource(), "insert", id, insert, id, "a", 1))
+                .isTrue();
         assertThat(Jdbc.insertUnlessDuplicate(dataSource(), "insert", id, insert, id, "b", 2))
                 .as("a unique violation: a twin won")
                 .isFalse();
@@ -511,13 +505,17 @@ abstract class AbstractIdempotencyTest {
         RecordStats stats = purging.stats();
         assertThat(stats.processing()).isGreaterThanOrEqualTo(2);
         assertThat(stats.records()).isGreaterThanOrEqualTo(3);
-        assertThat(stats.oldestProcessingAge()).hasValueSatisfying(age -> assertThat(age)
-                .isGreaterThanOrEqualTo(Duration.ofMinutes(119)));
+        assertThat(stats.oldestProcessingAge())
+                .hasValueSatisfying(age -> assertThat(age).isGreaterThanOrEqualTo(Duration.ofMinutes(119)));
 
         assertThat(purging.purgeExpired(10_000)).isGreaterThanOrEqualTo(1);
-        assertThat(purging.find(scope, "crashed")).as("abandoned PROCESSING record purged").isEmpty();
+        assertThat(purging.find(scope, "crashed"))
+                .as("abandoned PROCESSING record purged")
+                .isEmpty();
         assertThat(effects.completed(crashed.id())).as("with its side effects").isEmpty();
-        assertThat(purging.find(scope, "live")).as("a live PROCESSING record stays").isPresent();
+        assertThat(purging.find(scope, "live"))
+                .as("a live PROCESSING record stays")
+                .isPresent();
         assertThat(purging.heartbeat(live)).isTrue();
         assertThat(purging.find(scope, "done")).as("kept within its retention").isPresent();
     }

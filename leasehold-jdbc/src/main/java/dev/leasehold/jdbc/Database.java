@@ -10,9 +10,9 @@ import javax.sql.DataSource;
  * migration under {@link #migrationLocation()}).
  */
 public enum Database {
-    /** PostgreSQL 9.5 or later. */
+    /** PostgreSQL 9.6 or later. */
     POSTGRESQL("postgresql"),
-    /** MariaDB 10.5 or later (MySQL lacks RETURNING and is not supported). */
+    /** MariaDB 10.5 or later (INSERT ... RETURNING). */
     MARIADB("mariadb"),
     /** H2 2.x, embedded or server. */
     H2("h2");

@@ -55,11 +55,14 @@ final class H2Dialect {
              WHERE lock_key = ? AND owner_token = ? AND expires_at_ms > %1$s
             """.formatted(NOW);
 
-    /* force-release: frees an unexpired lease whoever holds it; the fence stays. */
+    /*
+     * force-release: frees an unexpired lease whoever holds it; the fence stays, and the holder
+     * column says it was forced (for operators, and for release watchers in other processes).
+     */
     private static final String FORCE_RELEASE = """
-            UPDATE leasehold_lease SET owner_token = NULL, expires_at_ms = %1$s
+            UPDATE leasehold_lease SET owner_token = NULL, expires_at_ms = %1$s, holder = '%2$s'
              WHERE lock_key = ? AND expires_at_ms > %1$s
-            """.formatted(NOW);
+            """.formatted(NOW, PolledReleaseWatcher.FORCED);
 
     /* inspect: the unexpired lease, if any. */
     private static final String INSPECT = """

@@ -54,8 +54,9 @@ import org.slf4j.LoggerFactory;
  * <p>Release notifications: on PostgreSQL, release and force-release notify in the same statement
  * ({@code pg_notify}) and {@link #subscribe} listens on one connection of the pool held for that
  * purpose, so waiters in other processes are woken when the release commits. MariaDB and H2 have
- * no notifications; waiters poll, never past the holder's expiry, which busy results report.
- * Thread-safe.
+ * no notifications: one thread per store polls the watched keys with one statement every 50 ms at
+ * most, sooner when a watched holder's lease runs out (busy results carry the holder's real
+ * remaining time). Thread-safe.
  */
 public final class JdbcLeaseStore implements LeaseStore {
 
@@ -67,14 +68,16 @@ public final class JdbcLeaseStore implements LeaseStore {
     private final boolean notifications;
     private final AtomicBoolean warnedAboutCommits = new AtomicBoolean();
     private final ReentrantLock listenerLock = new ReentrantLock();
-    private PostgresReleaseListener listener; // guarded by listenerLock
+    private final Duration pollInterval;
+    private ReleaseFeed feed; // guarded by listenerLock
     private volatile boolean closed;
 
     private JdbcLeaseStore(Builder builder) {
         this.dataSource = builder.dataSource;
         this.dialect = builder.database.dialect();
         this.holder = builder.holder;
-        this.notifications = builder.releaseNotifications && builder.database == Database.POSTGRESQL;
+        this.notifications = builder.releaseNotifications;
+        this.pollInterval = builder.pollInterval;
     }
 
     /** A builder for a store on {@code dataSource}. */
@@ -229,9 +232,9 @@ public final class JdbcLeaseStore implements LeaseStore {
                 }
             });
         }
-        // Find the rows with a read that locks nothing, then delete them by primary key in small
-        // batches, in key order; each is deleted only if still expired, so a row re-acquired in
-        // between survives.
+        // Find the rows with a read that locks nothing, then delete them one by one by primary key,
+        // in key order and in batches; each only if still expired, so a row re-acquired in between
+        // survives.
         List<String> keys = execute("delete expired rows", null, connection -> {
             try (PreparedStatement statement = connection.prepareStatement(dialect.expiredKeys())) {
                 statement.setLong(1, retention.toMillis());
@@ -249,15 +252,18 @@ public final class JdbcLeaseStore implements LeaseStore {
         int deleted = 0;
         for (int from = 0; from < keys.size(); from += DELETE_BATCH) {
             List<String> batch = keys.subList(from, Math.min(keys.size(), from + DELETE_BATCH));
-            String sql = dialect.deleteExpired()
-                    .replace("{keys}", String.join(", ", java.util.Collections.nCopies(batch.size(), "?")));
             deleted += execute("delete expired rows", null, connection -> {
-                try (PreparedStatement statement = connection.prepareStatement(sql)) {
-                    statement.setLong(1, retention.toMillis());
-                    for (int i = 0; i < batch.size(); i++) {
-                        statement.setString(i + 2, batch.get(i));
+                try (PreparedStatement statement = connection.prepareStatement(dialect.deleteExpired())) {
+                    for (String key : batch) {
+                        statement.setString(1, key);
+                        statement.setLong(2, retention.toMillis());
+                        statement.addBatch();
                     }
-                    return statement.executeUpdate();
+                    int count = 0;
+                    for (int one : statement.executeBatch()) {
+                        count += Math.max(0, one);
+                    }
+                    return count;
                 }
             });
         }
@@ -270,8 +276,10 @@ public final class JdbcLeaseStore implements LeaseStore {
     }
 
     /**
-     * On PostgreSQL: calls {@code onRelease} when the key is released or force-released by any
-     * process, once the releasing statement commits. Returns once the server confirmed LISTEN.
+     * Calls {@code onRelease} when the key is released or force-released by any process. On
+     * PostgreSQL when the releasing statement commits (returns once the server confirmed LISTEN); on
+     * MariaDB and H2 within one poll of the watched keys (every {@link Builder#releasePollInterval},
+     * 50 ms by default, sooner when a watched lease expires first), announcing expiries too.
      */
     @Override
     public ReleaseSubscription subscribe(LockKey key, Consumer<ReleaseNotice> onRelease) {
@@ -280,14 +288,14 @@ public final class JdbcLeaseStore implements LeaseStore {
         return listener(key.render()).subscribe(key.render(), onRelease);
     }
 
-    /** On PostgreSQL: calls {@code onForceRelease} for every force-release of any key, by any process. */
+    /** Calls {@code onForceRelease} for every force-release of any key, by any process (polled on MariaDB and H2). */
     @Override
     public ReleaseSubscription subscribeForceReleases(Consumer<ReleaseNotice> onForceRelease) {
         Objects.requireNonNull(onForceRelease, "onForceRelease is missing (null)");
         return listener("(force-releases)").subscribeForceReleases(onForceRelease);
     }
 
-    private PostgresReleaseListener listener(String what) {
+    private ReleaseFeed listener(String what) {
         if (!notifications) {
             throw new UnsupportedOperationException(name() + " does not push release notifications");
         }
@@ -296,10 +304,12 @@ public final class JdbcLeaseStore implements LeaseStore {
             if (closed) {
                 throw new IllegalStateException("the lease store is closed; cannot subscribe to " + what);
             }
-            if (listener == null) {
-                listener = new PostgresReleaseListener(dataSource);
+            if (feed == null) {
+                feed = dialect.database() == Database.POSTGRESQL
+                        ? new PostgresReleaseListener(dataSource)
+                        : new PolledReleaseWatcher(dataSource, dialect, pollInterval);
             }
-            return listener;
+            return feed;
         } finally {
             listenerLock.unlock();
         }
@@ -308,12 +318,12 @@ public final class JdbcLeaseStore implements LeaseStore {
     /** Stops release notifications and gives their connection back; the data source stays open. */
     @Override
     public void close() {
-        PostgresReleaseListener running;
+        ReleaseFeed running;
         listenerLock.lock();
         try {
             closed = true;
-            running = listener;
-            listener = null;
+            running = feed;
+            feed = null;
         } finally {
             listenerLock.unlock();
         }
@@ -462,6 +472,7 @@ public final class JdbcLeaseStore implements LeaseStore {
         private Database database;
         private String holder;
         private boolean releaseNotifications = true;
+        private Duration pollInterval = Duration.ofMillis(50);
 
         private Builder(DataSource dataSource) {
             this.dataSource = Objects.requireNonNull(dataSource, "dataSource is missing (null)");
@@ -474,12 +485,25 @@ public final class JdbcLeaseStore implements LeaseStore {
         }
 
         /**
-         * Whether {@link JdbcLeaseStore#subscribe} is offered on PostgreSQL (default {@code true}),
-         * holding one connection of the data source while anyone subscribes. Without it waiters in
-         * other processes poll. No effect on MariaDB and H2, which have no notifications.
+         * Whether {@link JdbcLeaseStore#subscribe} is offered (default {@code true}): on PostgreSQL
+         * it holds one connection of the data source for LISTEN once anyone subscribes; on MariaDB
+         * and H2 one thread polls the watched keys. Without it the engine's waiters poll on their own.
          */
         public Builder releaseNotifications(boolean releaseNotifications) {
             this.releaseNotifications = releaseNotifications;
+            return this;
+        }
+
+        /**
+         * How often MariaDB and H2 stores poll the keys that waiters watch (default 50 ms, at most
+         * 1 s): the longest a waiter in another process waits after a release.
+         */
+        public Builder releasePollInterval(Duration interval) {
+            Objects.requireNonNull(interval, "interval is missing (null)");
+            if (interval.toMillis() < 1 || interval.compareTo(Duration.ofSeconds(1)) > 0) {
+                throw new IllegalArgumentException("releasePollInterval must be 1 ms to 1 s, was " + interval);
+            }
+            this.pollInterval = interval;
             return this;
         }
 

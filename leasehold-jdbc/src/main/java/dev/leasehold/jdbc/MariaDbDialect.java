@@ -2,7 +2,7 @@ package dev.leasehold.jdbc;
 
 /**
  * The lease SQL for MariaDB (10.5 and later): {@code INSERT ... ON DUPLICATE KEY UPDATE ...
- * RETURNING}. MySQL has no RETURNING and is not covered by this dialect.
+ * RETURNING}.
  *
  * <p>No two lease statements can deadlock with each other: each one locks exactly one row, the
  * key's primary-key record, and asks for the exclusive lock at once (an upsert on a duplicate
@@ -66,11 +66,14 @@ final class MariaDbDialect {
              WHERE lock_key = ? AND owner_token = ? AND expires_at_ms > %1$s
             """.formatted(NOW);
 
-    /* force-release: frees an unexpired lease whoever holds it; the fence stays. */
+    /*
+     * force-release: frees an unexpired lease whoever holds it; the fence stays, and the holder
+     * column says it was forced (for operators, and for release watchers in other processes).
+     */
     private static final String FORCE_RELEASE = """
-            UPDATE leasehold_lease SET owner_token = NULL, expires_at_ms = %1$s
+            UPDATE leasehold_lease SET owner_token = NULL, expires_at_ms = %1$s, holder = '%2$s'
              WHERE lock_key = ? AND expires_at_ms > %1$s
-            """.formatted(NOW);
+            """.formatted(NOW, PolledReleaseWatcher.FORCED);
 
     /* inspect: the unexpired lease, if any. */
     private static final String INSPECT = """
@@ -93,11 +96,13 @@ final class MariaDbDialect {
             """.formatted(NOW);
 
     /*
-     * delete-expired: deletes the listed rows by primary key, each only if it is still expired for
-     * longer than the retention (a row re-acquired meanwhile survives).
+     * delete-expired: deletes one listed row by primary-key equality (so only that row is locked;
+     * a range over the expiry index would also lock the live row past its end), and only if it is
+     * still expired for longer than the retention: a row re-acquired meanwhile survives. Run as a
+     * JDBC batch, one entry per key.
      */
     private static final String DELETE_EXPIRED = """
-            DELETE FROM leasehold_lease WHERE expires_at_ms < %1$s - ? AND lock_key IN ({keys})
+            DELETE FROM leasehold_lease WHERE lock_key = ? AND expires_at_ms < %1$s - ?
             """.formatted(NOW);
 
     /*

@@ -7,13 +7,7 @@ import java.sql.Connection;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
-import java.util.List;
-import java.util.Map;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.locks.Condition;
-import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
 import javax.sql.DataSource;
 import org.postgresql.PGConnection;
@@ -32,53 +26,43 @@ import org.slf4j.LoggerFactory;
  * subscriber that a release may have been missed (a notice with fence 0), so waiters try again
  * rather than sleep to their poll bound.
  */
-final class PostgresReleaseListener implements AutoCloseable {
+final class PostgresReleaseListener extends FeedThread implements ReleaseFeed {
 
     private static final Logger log = LoggerFactory.getLogger(PostgresReleaseListener.class);
     private static final int WAIT_MILLIS = 100;
     private static final Duration SUBSCRIBE_TIMEOUT = Duration.ofSeconds(10);
 
     private final DataSource dataSource;
-    private final Map<String, CopyOnWriteArrayList<Subscription>> byKey = new ConcurrentHashMap<>();
-    private final CopyOnWriteArrayList<Subscription> forceReleases = new CopyOnWriteArrayList<>();
-    private final ReentrantLock lock = new ReentrantLock();
-    private final Condition stateChanged = lock.newCondition();
-    private Thread thread; // guarded by lock
+    private final ReleaseSubscribers subscribers = new ReleaseSubscribers();
     private boolean listening; // guarded by lock
     private SQLException lastFailure; // guarded by lock
-    private volatile boolean closed;
 
     PostgresReleaseListener(DataSource dataSource) {
         this.dataSource = dataSource;
     }
 
-    ReleaseSubscription subscribe(String key, Consumer<ReleaseNotice> onRelease) {
-        Subscription subscription = new Subscription(key, onRelease);
-        byKey.computeIfAbsent(key, k -> new CopyOnWriteArrayList<>()).add(subscription);
+    @Override
+    public ReleaseSubscription subscribe(String key, Consumer<ReleaseNotice> onRelease) {
+        ReleaseSubscription subscription = subscribers.add(key, onRelease);
         awaitListening(subscription, key);
         return subscription;
     }
 
-    ReleaseSubscription subscribeForceReleases(Consumer<ReleaseNotice> onForceRelease) {
-        Subscription subscription = new Subscription(null, onForceRelease);
-        forceReleases.add(subscription);
+    @Override
+    public ReleaseSubscription subscribeForceReleases(Consumer<ReleaseNotice> onForceRelease) {
+        ReleaseSubscription subscription = subscribers.addForceReleases(onForceRelease);
         awaitListening(subscription, "(force-releases)");
         return subscription;
     }
 
     /** Starts the listening thread if needed and returns once LISTEN is confirmed by the server. */
-    private void awaitListening(Subscription subscription, String what) {
+    private void awaitListening(ReleaseSubscription subscription, String what) {
         lock.lock();
         try {
             if (closed) {
                 subscription.close();
-                throw new IllegalStateException("the lease store is closed");
             }
-            if (thread == null) {
-                thread = new Thread(this::run, "leasehold-postgresql-listener");
-                thread.setDaemon(true);
-                thread.start();
-            }
+            startIfNeeded("leasehold-postgresql-listener");
             long deadline = System.nanoTime() + SUBSCRIBE_TIMEOUT.toNanos();
             while (!listening) {
                 long left = deadline - System.nanoTime();
@@ -91,7 +75,7 @@ final class PostgresReleaseListener implements AutoCloseable {
                                     ? lastFailure
                                     : new SQLException("LISTEN not confirmed within " + SUBSCRIBE_TIMEOUT));
                 }
-                stateChanged.awaitNanos(left);
+                changed.awaitNanos(left);
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
@@ -102,7 +86,8 @@ final class PostgresReleaseListener implements AutoCloseable {
         }
     }
 
-    private void run() {
+    @Override
+    protected void run() {
         long backOffMillis = 50;
         boolean reconnected = false;
         while (!closed) {
@@ -118,7 +103,7 @@ final class PostgresReleaseListener implements AutoCloseable {
                 backOffMillis = 50;
                 if (reconnected) {
                     // Releases while the connection was down were not seen: let every waiter look.
-                    byKey.forEach((key, list) -> list.forEach(s -> s.fire(new ReleaseNotice(key, 0, false))));
+                    subscribers.keys().forEach(key -> subscribers.toKey(new ReleaseNotice(key, 0, false)));
                 }
                 while (!closed) {
                     PGNotification[] received = notifications.getNotifications(WAIT_MILLIS);
@@ -141,7 +126,7 @@ final class PostgresReleaseListener implements AutoCloseable {
                 break;
             }
             reconnected = true;
-            pause(backOffMillis);
+            pause(TimeUnit.MILLISECONDS.toNanos(backOffMillis));
             backOffMillis = Math.min(backOffMillis * 2, 2_000);
         }
         setListening(false, null);
@@ -162,12 +147,9 @@ final class PostgresReleaseListener implements AutoCloseable {
         }
         String key = payload.substring(second + 1);
         ReleaseNotice notice = new ReleaseNotice(key, fence, forced);
-        List<Subscription> subscribers = byKey.get(key);
-        if (subscribers != null) {
-            subscribers.forEach(s -> s.fire(notice));
-        }
+        subscribers.toKey(notice);
         if (forced) {
-            forceReleases.forEach(s -> s.fire(notice));
+            subscribers.toForceReleaseSubscribers(notice);
         }
     }
 
@@ -176,21 +158,7 @@ final class PostgresReleaseListener implements AutoCloseable {
         try {
             listening = value;
             lastFailure = failure;
-            stateChanged.signalAll();
-        } finally {
-            lock.unlock();
-        }
-    }
-
-    private void pause(long millis) {
-        lock.lock();
-        try {
-            long left = TimeUnit.MILLISECONDS.toNanos(millis);
-            while (left > 0 && !closed) {
-                left = stateChanged.awaitNanos(left);
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
+            changed.signalAll();
         } finally {
             lock.unlock();
         }
@@ -218,58 +186,7 @@ final class PostgresReleaseListener implements AutoCloseable {
 
     @Override
     public void close() {
-        Thread running;
-        lock.lock();
-        try {
-            closed = true;
-            running = thread;
-            stateChanged.signalAll();
-        } finally {
-            lock.unlock();
-        }
-        if (running != null && running != Thread.currentThread()) {
-            try {
-                running.join(TimeUnit.SECONDS.toMillis(5));
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-        }
-        byKey.clear();
-        forceReleases.clear();
-    }
-
-    private final class Subscription implements ReleaseSubscription {
-        private final String key; // null: force-releases of every key
-        private final Consumer<ReleaseNotice> callback;
-        private volatile boolean active = true;
-
-        Subscription(String key, Consumer<ReleaseNotice> callback) {
-            this.key = key;
-            this.callback = callback;
-        }
-
-        void fire(ReleaseNotice notice) {
-            if (!active) {
-                return;
-            }
-            try {
-                callback.accept(notice);
-            } catch (RuntimeException e) {
-                log.warn("a release callback for {} failed", notice.key(), e);
-            }
-        }
-
-        @Override
-        public void close() {
-            active = false;
-            if (key == null) {
-                forceReleases.remove(this);
-            } else {
-                byKey.computeIfPresent(key, (k, list) -> {
-                    list.remove(this);
-                    return list.isEmpty() ? null : list;
-                });
-            }
-        }
+        stop();
+        subscribers.clear();
     }
 }

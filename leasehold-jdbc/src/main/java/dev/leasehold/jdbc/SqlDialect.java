@@ -19,8 +19,8 @@ package dev.leasehold.jdbc;
  *       of unexpired leases, {@code !} escaping the pattern;
  *   <li>{@code deleteExpired}: (retention_ms, retention_ms, limit): update count; or, when
  *       {@code expiredKeys} is set, {@code expiredKeys} (retention_ms, limit) returns lock_key
- *       without locking, and {@code deleteExpired} is a template whose {@code {keys}} becomes one
- *       {@code ?} per key, bound after (retention_ms);
+ *       without locking, and {@code deleteExpired} (lock_key, retention_ms) deletes one of them,
+ *       run as a batch;
  *   <li>{@code acceptFence}: (resource, fence, owner_digest) returns (fence, owner_digest) of the
  *       resource's row after raising it to the given fence if that was higher; locks the row.
  * </ul>

@@ -8,9 +8,9 @@ import com.zaxxer.hikari.HikariConfig;
 import com.zaxxer.hikari.HikariDataSource;
 import dev.leasehold.Lease;
 import dev.leasehold.LeaseInfo;
+import dev.leasehold.LeaseOptions;
 import dev.leasehold.LeaseStoreException;
 import dev.leasehold.LockKey;
-import dev.leasehold.LeaseOptions;
 import dev.leasehold.LockOwner;
 import dev.leasehold.LockService;
 import dev.leasehold.spi.AcquireResult;
@@ -625,12 +625,14 @@ abstract class AbstractJdbcLeaseStoreTest extends LeaseStoreConformance {
                                 .tryAcquire(key, LeaseOptions.defaults())
                                 .orElseThrow();
                         java.util.concurrent.Future<Long> taken = thread.submit(() -> {
-                            Lease lease = waiterSide.acquire(key, LeaseOptions.defaults().withWait(Duration.ofSeconds(10)));
+                            Lease lease = waiterSide.acquire(
+                                    key, LeaseOptions.defaults().withWait(Duration.ofSeconds(10)));
                             long at = System.nanoTime();
                             lease.close();
                             return at;
                         });
-                        assertThat(waiting.tryAcquire(10, java.util.concurrent.TimeUnit.SECONDS)).isTrue();
+                        assertThat(waiting.tryAcquire(10, java.util.concurrent.TimeUnit.SECONDS))
+                                .isTrue();
                         // Held for 50 to 750 ms: long enough for a polling waiter to have backed off.
                         Thread.sleep(50 + 100 * (i % 8));
                         long releasedAt = System.nanoTime();
@@ -647,11 +649,16 @@ abstract class AbstractJdbcLeaseStoreTest extends LeaseStoreConformance {
         sorted.sort(null);
         System.out.printf(
                 "waiterInAnotherProcessGetsTheKeyWithin100ms on %s: hand-off ms p50=%d p99=%d max=%d all=%s%n",
-                database().id(), sorted.get(rounds / 2), sorted.get((int) Math.ceil(rounds * 0.99) - 1),
-                sorted.get(rounds - 1), handOffs);
+                database().id(),
+                sorted.get(rounds / 2),
+                sorted.get((int) Math.ceil(rounds * 0.99) - 1),
+                sorted.get(rounds - 1),
+                handOffs);
         Optional<Duration> bound = handOffBound();
         if (bound.isPresent()) {
-            assertThat(sorted.get(rounds - 1)).as("slowest hand-off (ms) of %s", handOffs).isLessThan(bound.get().toMillis());
+            assertThat(sorted.get(rounds - 1))
+                    .as("slowest hand-off (ms) of %s", handOffs)
+                    .isLessThan(bound.get().toMillis());
         }
     }
 

@@ -11,6 +11,12 @@ class H2LeaseStoreTest extends AbstractJdbcLeaseStoreTest {
         return new TestServices.JdbcEndpoint("jdbc:h2:mem:leasehold-test;DB_CLOSE_DELAY=-1", "sa", "", "embedded");
     }
 
+    /** Polled every 50 ms at most: the bound leaves room for the poll, the acquire and a loaded machine. */
+    @Override
+    protected java.util.Optional<java.time.Duration> handOffBound() {
+        return java.util.Optional.of(java.time.Duration.ofMillis(150));
+    }
+
     @Override
     protected Database database() {
         return Database.H2;

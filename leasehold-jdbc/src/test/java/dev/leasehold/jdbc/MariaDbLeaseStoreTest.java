@@ -34,6 +34,12 @@ class MariaDbLeaseStoreTest extends AbstractJdbcLeaseStoreTest {
         return TestServices.mariadb();
     }
 
+    /** Polled every 50 ms at most: the bound leaves room for the poll, the acquire and a loaded machine. */
+    @Override
+    protected java.util.Optional<java.time.Duration> handOffBound() {
+        return java.util.Optional.of(java.time.Duration.ofMillis(150));
+    }
+
     @Override
     protected Database database() {
         return Database.MARIADB;
@@ -169,6 +175,56 @@ class MariaDbLeaseStoreTest extends AbstractJdbcLeaseStoreTest {
         assertThat(renewals.get()).isPositive();
         assertThat(attempts.get()).isPositive();
         assertThat(store.release(key, holder)).isTrue();
+    }
+
+    /**
+     * Housekeeping never waits for (nor locks) a live lease's row: with another session holding a
+     * live row locked and this session willing to wait 2 s for a lock, the expired row is deleted
+     * at once.
+     */
+    @Test
+    void deleteExpiredLocksNoLiveRow() throws Exception {
+        LockKey live = key("live");
+        String owner = LockOwner.create("t").token();
+        assertThat(store.tryAcquire(live, owner, Duration.ofSeconds(60))).isInstanceOf(AcquireResult.Granted.class);
+        LockKey old = key("old");
+        assertThat(store.tryAcquire(old, owner, Duration.ofSeconds(60))).isInstanceOf(AcquireResult.Granted.class);
+        assertThat(store.release(old, owner)).isTrue();
+        try (Connection connection = dataSource().getConnection();
+                java.sql.PreparedStatement statement = connection.prepareStatement(
+                        "UPDATE leasehold_lease SET expires_at_ms = 1 WHERE lock_key = ?")) {
+            statement.setString(1, old.render());
+            statement.executeUpdate();
+        }
+        String[] settings = connectionSettings();
+        try (Connection locker = freshConnection();
+                com.zaxxer.hikari.HikariDataSource impatient = pool(
+                        settings[0],
+                        settings[1],
+                        settings[2],
+                        database(),
+                        "SET SESSION innodb_lock_wait_timeout = 2")) {
+            locker.setAutoCommit(false);
+            try (java.sql.PreparedStatement lock =
+                    locker.prepareStatement("SELECT fence FROM leasehold_lease WHERE lock_key = ? FOR UPDATE")) {
+                lock.setString(1, live.render());
+                lock.executeQuery().close();
+            }
+            JdbcLeaseStore housekeeping =
+                    JdbcLeaseStore.builder(impatient).database(database()).build();
+            long start = System.nanoTime();
+            int deleted = 0;
+            int batch;
+            do {
+                batch = housekeeping.deleteExpired(Duration.ofMinutes(1), 1000);
+                deleted += batch;
+            } while (batch == 1000);
+            Duration took = Duration.ofNanos(System.nanoTime() - start);
+            assertThat(deleted).isPositive();
+            assertThat(took).as("deleteExpired waited for a locked live row").isLessThan(Duration.ofSeconds(2));
+            locker.rollback();
+        }
+        assertThat(rawLease(live)).isPresent();
     }
 
     private long innodbDeadlocks() throws SQLException {

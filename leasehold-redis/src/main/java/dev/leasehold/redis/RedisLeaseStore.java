@@ -4,6 +4,7 @@ import dev.leasehold.LeaseInfo;
 import dev.leasehold.LeaseStoreException;
 import dev.leasehold.LockKey;
 import dev.leasehold.spi.AcquireResult;
+import dev.leasehold.spi.BatchAcquireResult;
 import dev.leasehold.spi.Grant;
 import dev.leasehold.spi.LeaseStore;
 import dev.leasehold.spi.ReleaseNotice;
@@ -17,6 +18,7 @@ import io.lettuce.core.api.StatefulConnection;
 import io.lettuce.core.api.StatefulRedisConnection;
 import io.lettuce.core.api.sync.RedisServerCommands;
 import io.lettuce.core.cluster.RedisClusterClient;
+import io.lettuce.core.cluster.SlotHash;
 import io.lettuce.core.cluster.api.StatefulRedisClusterConnection;
 import io.lettuce.core.cluster.api.sync.RedisClusterCommands;
 import io.lettuce.core.codec.StringCodec;
@@ -29,6 +31,7 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -59,8 +62,8 @@ import org.slf4j.LoggerFactory;
  *       expiry is the server's clock) or already held by the same owner; a new grant's fence is
  *       {@code max(counter + 1, server TIME in microseconds)}, and the counter keeps it for {@link
  *       Builder#fenceCounterTtl};
- *   <li>renew: compare-and-{@code PEXPIRE}; release: compare-and-delete, then {@code PUBLISH} a
- *       wake-up; force-release: delete and publish; inspect: owner, fence and TTL read at once.
+ *   <li>renew: compare-and-{@code PEXPIRE}; release: compare-and-delete, then publish a wake-up;
+ *       force-release: delete and publish; inspect: owner, fence and TTL read at once.
  * </ul>
  *
  * <p>Fences are a hybrid logical clock: the per-key counter orders grants within a microsecond,
@@ -76,7 +79,13 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Wake-ups: one pub/sub connection per store, one subscription per channel however many waiters
  * in this JVM wait for it (the engine queues them). A lost message costs a waiter at most the
- * holder's remaining lease, the engine's bounded poll.
+ * holder's remaining lease, the engine's bounded poll. On a cluster whose masters all run Redis 7.0
+ * or later a key's wake-ups are shard messages ({@code SPUBLISH} in the script, {@code SSUBSCRIBE}
+ * on the node serving the key's slot), which stay on that shard instead of being broadcast over
+ * the cluster bus (test: {@code
+ * RedisClusterConformanceTest.releaseNoticesTravelByShardedPubSubToTheNodeOfTheKeysSlot});
+ * standalone and Sentinel use {@code PUBLISH}/{@code SUBSCRIBE}, and so does the store-wide
+ * force-release channel everywhere, since its subscribers may be connected to any node.
  *
  * <p>Thread-safe; the command connection is shared and pipelines concurrent calls. Lettuce's
  * command timeout (from the {@code RedisURI}) bounds every call; a failure or timeout is a {@link
@@ -99,6 +108,7 @@ public final class RedisLeaseStore implements LeaseStore {
     private static final Script RELEASE = Script.load("release");
     private static final Script FORCE_RELEASE = Script.load("force-release");
     private static final Script INSPECT = Script.load("inspect");
+    private static final Script ACQUIRE_ALL = Script.load("acquire-all");
 
     private final StatefulConnection<String, String> connection;
     private final RedisClusterCommands<String, String> redis;
@@ -112,10 +122,15 @@ public final class RedisLeaseStore implements LeaseStore {
     private final Supplier<StatefulRedisPubSubConnection<String, String>> pubSubFactory;
     private final RedisKeys keys;
     private final String name;
+    private final FairQueue fair; // null unless Builder.fairQueue
+    private final boolean cluster;
+    private final boolean sharded;
+    private final String publish;
 
     private final ReentrantLock subscriptions = new ReentrantLock();
     private final ConcurrentHashMap<String, CopyOnWriteArrayList<Subscription>> byChannel = new ConcurrentHashMap<>();
-    private StatefulRedisPubSubConnection<String, String> pubSub; // guarded by subscriptions
+    // written under subscriptions; read without it only by the listener, to subscribe again
+    private volatile StatefulRedisPubSubConnection<String, String> pubSub;
 
     private RedisLeaseStore(Builder builder) {
         this.connection = builder.connection;
@@ -127,7 +142,14 @@ public final class RedisLeaseStore implements LeaseStore {
         this.pubSubFactory = builder.pubSubFactory;
         this.keys = new RedisKeys(builder.keyPrefix);
         this.name = builder.name;
-        for (Script script : List.of(ACQUIRE, RENEW, RELEASE, FORCE_RELEASE, INSPECT)) {
+        this.fair = builder.fairQueueTtl == null
+                ? null
+                : new FairQueue(builder.keyPrefix, builder.fairQueueTtl, builder.acknowledgement == null);
+        this.cluster = builder.cluster;
+        this.sharded = builder.sharded;
+        this.publish = sharded ? "SPUBLISH" : "PUBLISH";
+        for (Script script : List.of(
+                ACQUIRE, ACQUIRE_ALL, RENEW, RELEASE, FORCE_RELEASE, INSPECT, FairQueue.ACQUIRE, FairQueue.RELEASE)) {
             try {
                 redis.scriptLoad(script.body());
             } catch (RedisException e) {
@@ -148,7 +170,8 @@ public final class RedisLeaseStore implements LeaseStore {
                 },
                 client::connectPubSub,
                 client::connect,
-                "redis");
+                "redis",
+                false);
     }
 
     /** A builder for a store on a Redis Cluster. */
@@ -172,7 +195,8 @@ public final class RedisLeaseStore implements LeaseStore {
                 },
                 client::connectPubSub,
                 null,
-                "redis-cluster");
+                "redis-cluster",
+                true);
     }
 
     @Override
@@ -182,17 +206,21 @@ public final class RedisLeaseStore implements LeaseStore {
         String[] scriptKeys = {keys.lease(key), keys.fence(key)};
         List<Object> reply = write(
                 "acquire",
-                key,
-                commands -> ACQUIRE.run(commands, ScriptOutputType.MULTI, scriptKeys, owner, millis, counterTtl),
+                key.render(),
+                commands -> fair != null
+                        ? fair.acquire(
+                                commands,
+                                keys,
+                                key,
+                                owner,
+                                millis,
+                                counterTtl,
+                                byChannel.containsKey(keys.channel(key)))
+                        : ACQUIRE.run(commands, ScriptOutputType.MULTI, scriptKeys, owner, millis, counterTtl),
                 granted -> asLong(granted.get(0)) == 1,
                 granted -> {
                     if (asLong(granted.get(5)) == 1) {
-                        RELEASE.run(
-                                redis,
-                                ScriptOutputType.INTEGER,
-                                new String[] {keys.lease(key)},
-                                owner,
-                                keys.channel(key));
+                        runRelease(key, owner);
                         return "the grant was released again";
                     }
                     return "the lease, held before by the same owner, is kept";
@@ -203,13 +231,110 @@ public final class RedisLeaseStore implements LeaseStore {
         return new AcquireResult.Busy(Duration.ofMillis(Math.max(0, asLong(reply.get(1)))));
     }
 
+    /**
+     * The batch in as few scripts as there are slots among its keys: on standalone and Sentinel
+     * one script for the whole batch; on a cluster one per slot (keys with one {@linkplain
+     * LockKey#withHashTag hash tag} share a slot), taken in the order of the batch's keys. Each
+     * script grants all its keys or none, atomically; when a later slot's key is busy, what the
+     * earlier scripts granted is released again, so the batch is still all or nothing (tests:
+     * {@code RedisBatchTest}).
+     */
+    @Override
+    public BatchAcquireResult tryAcquireAll(List<LockKey> batch, String owner, Duration leaseFor) {
+        LeaseStore.checkBatch(batch);
+        batch.forEach(key -> checkOwner(key, owner));
+        String millis = millis(leaseFor);
+        Map<LockKey, Grant> grants = new HashMap<>();
+        List<LockKey> fresh = new ArrayList<>();
+        for (List<LockKey> group : groupsBySlot(batch)) {
+            List<Object> reply;
+            try {
+                reply = acquireGroup(group, owner, millis);
+            } catch (RuntimeException e) {
+                // the failed script may have been applied: release its keys with the fresh ones
+                releaseQuietly(group, owner, e);
+                releaseQuietly(fresh, owner, e);
+                throw e;
+            }
+            if (asLong(reply.get(0)) == 0) {
+                releaseQuietly(fresh, owner, null);
+                LockKey busy = group.get((int) asLong(reply.get(1)) - 1);
+                return new BatchAcquireResult.Busy(busy, Duration.ofMillis(Math.max(0, asLong(reply.get(2)))));
+            }
+            Instant now = instant(reply.get(1), reply.get(2));
+            for (int i = 0; i < group.size(); i++) {
+                grants.put(group.get(i), new Grant(asLong(reply.get(3 + 2 * i)), leaseFor, now.plus(leaseFor)));
+                if (asLong(reply.get(4 + 2 * i)) == 1) {
+                    fresh.add(group.get(i));
+                }
+            }
+        }
+        return new BatchAcquireResult.Granted(batch.stream().map(grants::get).toList());
+    }
+
+    /** The batch's keys by slot on a cluster, in the order of their first key; else one group. */
+    private List<List<LockKey>> groupsBySlot(List<LockKey> batch) {
+        if (!cluster) {
+            return List.of(batch);
+        }
+        Map<Integer, List<LockKey>> bySlot = new LinkedHashMap<>();
+        for (LockKey key : batch) {
+            bySlot.computeIfAbsent(SlotHash.getSlot(keys.lease(key)), slot -> new ArrayList<>())
+                    .add(key);
+        }
+        return List.copyOf(bySlot.values());
+    }
+
+    private List<Object> acquireGroup(List<LockKey> group, String owner, String millis) {
+        String[] scriptKeys = new String[group.size() * 2];
+        for (int i = 0; i < group.size(); i++) {
+            scriptKeys[2 * i] = keys.lease(group.get(i));
+            scriptKeys[2 * i + 1] = keys.fence(group.get(i));
+        }
+        String what = group.size() == 1
+                ? group.get(0).render()
+                : group.size() + " keys " + group.get(0) + " .. " + group.get(group.size() - 1);
+        return write(
+                "acquire",
+                what,
+                commands -> ACQUIRE_ALL.run(commands, ScriptOutputType.MULTI, scriptKeys, owner, millis, counterTtl),
+                granted -> asLong(granted.get(0)) == 1,
+                granted -> {
+                    List<LockKey> grantedNew = new ArrayList<>();
+                    for (int i = 0; i < group.size(); i++) {
+                        if (asLong(granted.get(4 + 2 * i)) == 1) {
+                            grantedNew.add(group.get(i));
+                        }
+                    }
+                    releaseQuietly(grantedNew, owner, null);
+                    return grantedNew.size() == group.size()
+                            ? "the grants were released again"
+                            : "the new grants were released again, leases held before by the same owner are kept";
+                });
+    }
+
+    /** Releases the keys, in reverse; failures are added to {@code failure} or logged. */
+    private void releaseQuietly(List<LockKey> taken, String owner, Throwable failure) {
+        for (int i = taken.size() - 1; i >= 0; i--) {
+            try {
+                runRelease(taken.get(i), owner);
+            } catch (RedisException e) {
+                if (failure != null) {
+                    failure.addSuppressed(e);
+                } else {
+                    log.warn("releasing {} of a refused batch failed; it expires with its lease", taken.get(i), e);
+                }
+            }
+        }
+    }
+
     @Override
     public Optional<Grant> renew(LockKey key, String owner, Duration leaseFor) {
         checkOwner(key, owner);
         String millis = millis(leaseFor);
         List<Object> reply = write(
                 "renew",
-                key,
+                key.render(),
                 commands -> RENEW.run(commands, ScriptOutputType.MULTI, new String[] {keys.lease(key)}, owner, millis),
                 renewed -> !renewed.isEmpty(),
                 renewed -> "the renewal stays on the master");
@@ -222,9 +347,13 @@ public final class RedisLeaseStore implements LeaseStore {
         Long released = call(
                 "release",
                 key,
-                () -> RELEASE.run(
-                        redis, ScriptOutputType.INTEGER, new String[] {keys.lease(key)}, owner, keys.channel(key)));
+                () -> fair != null ? fair.release(redis, keys, key, owner, counterTtl) : runRelease(key, owner));
         return released != null && released == 1;
+    }
+
+    private Long runRelease(LockKey key, String owner) {
+        return RELEASE.run(
+                redis, ScriptOutputType.INTEGER, new String[] {keys.lease(key)}, owner, keys.channel(key), publish);
     }
 
     @Override
@@ -248,14 +377,14 @@ public final class RedisLeaseStore implements LeaseStore {
         if (limit < 1 || limit > 10_000) {
             throw new IllegalArgumentException("limit must be between 1 and 10000, was " + limit);
         }
-        String pattern = glob(keyPrefix) + "\\{" + glob(namespace) + ":*\\}";
         TreeSet<String> rendered = new TreeSet<>();
         try {
-            ScanIterator<String> scan =
-                    ScanIterator.scan(redis, ScanArgs.Builder.matches(pattern).limit(500));
-            while (scan.hasNext() && rendered.size() < limit) {
-                String leaseKey = scan.next();
-                rendered.add(leaseKey.substring(leaseKey.indexOf('{') + 1, leaseKey.lastIndexOf('}')));
+            for (String pattern : keys.leasePatterns(namespace)) {
+                ScanIterator<String> scan = ScanIterator.scan(
+                        redis, ScanArgs.Builder.matches(pattern).limit(500));
+                while (scan.hasNext() && rendered.size() < limit) {
+                    rendered.add(keys.rendered(scan.next()));
+                }
             }
         } catch (RedisException e) {
             throw new LeaseStoreException("list", namespace + ":*", e);
@@ -265,18 +394,6 @@ public final class RedisLeaseStore implements LeaseStore {
             inspect(LockKey.parse(key)).ifPresent(leases::add);
         }
         return leases;
-    }
-
-    /** Escapes the glob characters of SCAN MATCH. */
-    private static String glob(String text) {
-        StringBuilder escaped = new StringBuilder();
-        for (char c : text.toCharArray()) {
-            if (c == '*' || c == '?' || c == '[' || c == ']' || c == '\\') {
-                escaped.append('\\');
-            }
-            escaped.append(c);
-        }
-        return escaped.toString();
     }
 
     @Override
@@ -291,7 +408,8 @@ public final class RedisLeaseStore implements LeaseStore {
                         new String[] {keys.lease(key)},
                         keys.channel(key),
                         keys.forceReleaseChannel(),
-                        key.render()));
+                        key.render(),
+                        publish));
         return deleted != null && deleted == 1;
     }
 
@@ -305,14 +423,15 @@ public final class RedisLeaseStore implements LeaseStore {
         Objects.requireNonNull(key, "key is missing (null)");
         Objects.requireNonNull(onRelease, "onRelease is missing (null)");
         String rendered = key.render();
-        return subscribe(keys.channel(key), rendered, message -> keyNotice(rendered, message), onRelease);
+        return subscribe(keys.channel(key), sharded, rendered, message -> keyNotice(rendered, message), onRelease);
     }
 
     /** Every force-release of this store's keys, from the store-wide channel. */
     @Override
     public ReleaseSubscription subscribeForceReleases(Consumer<ReleaseNotice> onForceRelease) {
         Objects.requireNonNull(onForceRelease, "onForceRelease is missing (null)");
-        return subscribe(keys.forceReleaseChannel(), "(force-releases)", RedisLeaseStore::forceNotice, onForceRelease);
+        return subscribe(
+                keys.forceReleaseChannel(), false, "(force-releases)", RedisLeaseStore::forceNotice, onForceRelease);
     }
 
     /** A key channel's message: {@code r:<fence>} for a release, {@code f:<fence>} for a force-release. */
@@ -336,8 +455,12 @@ public final class RedisLeaseStore implements LeaseStore {
     }
 
     private ReleaseSubscription subscribe(
-            String channel, String what, Function<String, ReleaseNotice> decoder, Consumer<ReleaseNotice> onRelease) {
-        Subscription subscription = new Subscription(channel, decoder, onRelease);
+            String channel,
+            boolean shardChannel,
+            String what,
+            Function<String, ReleaseNotice> decoder,
+            Consumer<ReleaseNotice> onRelease) {
+        Subscription subscription = new Subscription(channel, shardChannel, decoder, onRelease);
         subscriptions.lock();
         try {
             CopyOnWriteArrayList<Subscription> list =
@@ -347,7 +470,16 @@ public final class RedisLeaseStore implements LeaseStore {
             if (first) {
                 try {
                     // Returns once the server confirmed: a release published after this is delivered.
-                    pubSub().sync().subscribe(channel);
+                    if (fair != null && !fair.subscribed) {
+                        pubSub().sync().subscribe(fair.wakeChannel); // hand-offs to this store's waiters
+                        fair.subscribed = true;
+                    }
+                    // A shard channel is subscribed on the node that serves its slot (Lettuce routes it).
+                    if (shardChannel) {
+                        pubSub().sync().ssubscribe(channel);
+                    } else {
+                        pubSub().sync().subscribe(channel);
+                    }
                 } catch (RedisException e) {
                     list.remove(subscription);
                     byChannel.remove(channel, list);
@@ -366,15 +498,68 @@ public final class RedisLeaseStore implements LeaseStore {
             connection.addListener(new RedisPubSubAdapter<>() {
                 @Override
                 public void message(String channel, String message) {
-                    CopyOnWriteArrayList<Subscription> list = byChannel.get(channel);
-                    if (list != null) {
-                        list.forEach(subscription -> subscription.fire(message));
-                    }
+                    String[] routed = fair != null && channel.equals(fair.wakeChannel)
+                            ? fair.route(message)
+                            : new String[] {channel, message};
+                    deliver(routed[0], routed[1]);
+                }
+
+                @Override
+                public void smessage(String shardChannel, String message) {
+                    deliver(shardChannel, message);
+                }
+
+                @Override
+                public void sunsubscribed(String shardChannel, long count) {
+                    subscribeAgainIfWanted(shardChannel);
                 }
             });
             pubSub = connection;
         }
         return pubSub;
+    }
+
+    /**
+     * A shard channel was unsubscribed: by this store when its last subscription closed, or by
+     * the server when the channel's slot moved to another node (Redis unsubscribes the clients of
+     * a slot it gives up). In the second case someone here still waits for it, and it is
+     * subscribed again, where the slot now is. Runs on the client's I/O thread: takes no lock and
+     * does not wait.
+     */
+    private void subscribeAgainIfWanted(String shardChannel) {
+        CopyOnWriteArrayList<Subscription> list = byChannel.get(shardChannel);
+        StatefulRedisPubSubConnection<String, String> connection = pubSub;
+        if (storeClosed || connection == null || list == null || list.isEmpty()) {
+            return;
+        }
+        try {
+            connection.async().ssubscribe(shardChannel).whenComplete((done, failure) -> {
+                if (failure != null) {
+                    log.warn(
+                            "could not subscribe again to {} after the server dropped it: {}; its waiters fall"
+                                    + " back to their bounded poll",
+                            shardChannel,
+                            failure.getMessage());
+                }
+            });
+        } catch (RuntimeException e) {
+            log.warn("could not subscribe again to {}: {}", shardChannel, e.getMessage());
+        }
+    }
+
+    private void deliver(String channel, String message) {
+        CopyOnWriteArrayList<Subscription> list = byChannel.get(channel);
+        if (list != null) {
+            list.forEach(subscription -> subscription.fire(message));
+        }
+    }
+
+    /**
+     * Whether release notices travel by sharded pub/sub ({@code SPUBLISH}/{@code SSUBSCRIBE}): on
+     * a cluster whose masters all run Redis 7.0 or later.
+     */
+    boolean shardedNotices() {
+        return sharded;
     }
 
     @Override
@@ -390,6 +575,9 @@ public final class RedisLeaseStore implements LeaseStore {
             if (pubSub != null) {
                 pubSub.close();
                 pubSub = null;
+            }
+            if (fair != null) {
+                fair.subscribed = false;
             }
             byChannel.clear();
         } finally {
@@ -411,12 +599,16 @@ public final class RedisLeaseStore implements LeaseStore {
      */
     private <T> T write(
             String operation,
-            LockKey key,
+            String what,
             Function<RedisClusterCommands<String, String>, T> script,
             Predicate<T> wrote,
             Function<T, String> onShortfall) {
         if (acknowledgement == null) {
-            return call(operation, key, () -> script.apply(redis));
+            try {
+                return script.apply(redis);
+            } catch (RedisException e) {
+                throw new LeaseStoreException(operation, what, e);
+            }
         }
         StatefulRedisConnection<String, String> writer = writers.poll();
         boolean reusable = false;
@@ -437,7 +629,7 @@ public final class RedisLeaseStore implements LeaseStore {
                     reusable = true;
                     throw new ReplicaAcknowledgementException(
                             operation,
-                            key.render(),
+                            what,
                             ReplicaAcknowledgementException.detail(
                                     shortfall.what(),
                                     shortfall.required(),
@@ -451,7 +643,7 @@ public final class RedisLeaseStore implements LeaseStore {
             reusable = true;
             return result;
         } catch (RedisException e) {
-            throw new LeaseStoreException(operation, key.render(), e);
+            throw new LeaseStoreException(operation, what, e);
         } finally {
             if (writer != null) {
                 if (reusable && !storeClosed) {
@@ -565,12 +757,18 @@ public final class RedisLeaseStore implements LeaseStore {
 
     private final class Subscription implements ReleaseSubscription {
         private final String channel;
+        private final boolean shardChannel;
         private final Function<String, ReleaseNotice> decoder;
         private final Consumer<ReleaseNotice> onRelease;
         private boolean closed; // guarded by subscriptions
 
-        Subscription(String channel, Function<String, ReleaseNotice> decoder, Consumer<ReleaseNotice> onRelease) {
+        Subscription(
+                String channel,
+                boolean shardChannel,
+                Function<String, ReleaseNotice> decoder,
+                Consumer<ReleaseNotice> onRelease) {
             this.channel = channel;
+            this.shardChannel = shardChannel;
             this.decoder = decoder;
             this.onRelease = onRelease;
         }
@@ -596,7 +794,11 @@ public final class RedisLeaseStore implements LeaseStore {
                     byChannel.remove(channel, list);
                     if (pubSub != null) {
                         // Issued under the lock, so it reaches the server before any later SUBSCRIBE.
-                        pubSub.async().unsubscribe(channel);
+                        if (shardChannel) {
+                            pubSub.async().sunsubscribe(channel);
+                        } else {
+                            pubSub.async().unsubscribe(channel);
+                        }
                     }
                 }
             } finally {
@@ -616,10 +818,13 @@ public final class RedisLeaseStore implements LeaseStore {
         private final Supplier<StatefulRedisPubSubConnection<String, String>> pubSubFactory;
         private final Supplier<StatefulRedisConnection<String, String>> writerFactory;
         private final String name;
+        private final boolean cluster;
+        private boolean sharded;
         private String keyPrefix = "leasehold:";
         private Duration fenceCounterTtl = DEFAULT_FENCE_COUNTER_TTL;
         private boolean allowEviction;
         private Acknowledgement acknowledgement;
+        private Duration fairQueueTtl;
         private StatefulConnection<String, String> connection;
         private RedisClusterCommands<String, String> commands;
 
@@ -627,11 +832,13 @@ public final class RedisLeaseStore implements LeaseStore {
                 Supplier<Connection> connector,
                 Supplier<StatefulRedisPubSubConnection<String, String>> pubSubFactory,
                 Supplier<StatefulRedisConnection<String, String>> writerFactory,
-                String name) {
+                String name,
+                boolean cluster) {
             this.connector = connector;
             this.pubSubFactory = pubSubFactory;
             this.writerFactory = writerFactory;
             this.name = name;
+            this.cluster = cluster;
         }
 
         /**
@@ -663,6 +870,27 @@ public final class RedisLeaseStore implements LeaseStore {
                 throw new IllegalArgumentException("fenceCounterTtl must be at least 1 s, was " + ttl);
             }
             this.fenceCounterTtl = ttl;
+            return this;
+        }
+
+        /**
+         * Fair mode: waiters of every process queue in Redis per key, in arrival order, and a release
+         * hands the key to the first live waiter in the same script and wakes only that waiter's
+         * store. A waiter keeps its place while it asks again within {@code queueTtl}; one that
+         * crashed holds the queue up for at most that long (RedisFairQueueTest). A place is taken
+         * on the second ask with the same owner token (the lock service asks with one token for a
+         * whole wait), or at once while this store already waits for the key, so a single try never
+         * queues. Every process using a key must use the same mode. 100 ms to 1 h.
+         *
+         * @throws IllegalArgumentException naming the value if it is out of range
+         */
+        public Builder fairQueue(Duration queueTtl) {
+            if (queueTtl == null
+                    || queueTtl.compareTo(Duration.ofMillis(100)) < 0
+                    || queueTtl.compareTo(Duration.ofHours(1)) > 0) {
+                throw new IllegalArgumentException("fairQueue TTL must be between 100 ms and 1 h, was " + queueTtl);
+            }
+            this.fairQueueTtl = queueTtl;
             return this;
         }
 
@@ -767,14 +995,26 @@ public final class RedisLeaseStore implements LeaseStore {
                         + opened.connection().getTimeout().toMillis() + " ms), or the client gives up first");
             }
             boolean aof = acknowledgement != null && acknowledgement.aof();
+            Map<String, Optional<ServerChecks.Version>> versions = new LinkedHashMap<>();
             opened.servers().get().forEach((server, serverCommands) -> {
-                ServerChecks.checkVersion(
+                versions.put(
                         server,
-                        serverCommands,
-                        aof ? ServerChecks.WAITAOF : ServerChecks.MINIMUM,
-                        "aofAcknowledgement (WAITAOF)");
+                        ServerChecks.checkVersion(
+                                server,
+                                serverCommands,
+                                aof ? ServerChecks.WAITAOF : ServerChecks.MINIMUM,
+                                "aofAcknowledgement (WAITAOF)"));
                 ServerChecks.checkEviction(server, serverCommands, allowEviction);
             });
+            List<String> withoutShardedPubSub = ServerChecks.withoutShardedPubSub(versions);
+            sharded = cluster && withoutShardedPubSub.isEmpty();
+            if (cluster && !sharded) {
+                log.info(
+                        "release notices use classic pub/sub, broadcast to every node: sharded pub/sub needs Redis"
+                                + " {} or later on every master, and these are older: {}",
+                        ServerChecks.SHARDED_PUBSUB,
+                        withoutShardedPubSub);
+            }
         }
     }
 }

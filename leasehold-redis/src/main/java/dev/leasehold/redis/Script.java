@@ -29,12 +29,25 @@ final class Script {
     }
 
     static Script load(String name) {
+        return new Script(name, text(name));
+    }
+
+    /** A script whose body is the named resources one after the other (shared Lua functions first). */
+    static Script joined(String name, String... resources) {
+        StringBuilder body = new StringBuilder();
+        for (String resource : resources) {
+            body.append(text(resource)).append('\n');
+        }
+        return new Script(name, body.toString());
+    }
+
+    private static String text(String name) {
         String resource = name + ".lua";
         try (InputStream in = Script.class.getResourceAsStream(resource)) {
             if (in == null) {
                 throw new IllegalStateException("Lua script " + resource + " is missing from the classpath");
             }
-            return new Script(name, new String(in.readAllBytes(), StandardCharsets.UTF_8));
+            return new String(in.readAllBytes(), StandardCharsets.UTF_8);
         } catch (IOException e) {
             throw new UncheckedIOException("cannot read Lua script " + resource, e);
         }
@@ -60,7 +73,8 @@ final class Script {
         }
     }
 
-    private static String sha1(String text) {
+    /** The SHA-1 of the text in lower-case hex, as Redis names scripts (and {@code redis.sha1hex}). */
+    static String sha1(String text) {
         try {
             return HexFormat.of()
                     .formatHex(MessageDigest.getInstance("SHA-1").digest(text.getBytes(StandardCharsets.UTF_8)));

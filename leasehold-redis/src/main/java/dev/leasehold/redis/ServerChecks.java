@@ -2,6 +2,8 @@ package dev.leasehold.redis;
 
 import io.lettuce.core.RedisException;
 import io.lettuce.core.api.sync.RedisServerCommands;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.regex.Matcher;
@@ -21,6 +23,9 @@ final class ServerChecks {
 
     /** The oldest Redis whose scripts replicate their effects by default (needed to call TIME first). */
     static final Version MINIMUM = new Version(5, 0, 0);
+
+    /** The first Redis with sharded pub/sub ({@code SPUBLISH}, {@code SSUBSCRIBE}). */
+    static final Version SHARDED_PUBSUB = new Version(7, 0, 0);
 
     /** The first Redis with {@code WAITAOF}. */
     static final Version WAITAOF = new Version(7, 2, 0);
@@ -100,6 +105,21 @@ final class ServerChecks {
             throw new IllegalStateException("Redis at " + server + " is version " + version + ": " + neededFor
                     + " needs Redis " + needed + " or later");
         }
+    }
+
+    /**
+     * The servers, among those given with the version each reported (empty: it did not tell),
+     * that cannot take sharded pub/sub: older than {@link #SHARDED_PUBSUB} or of unknown version,
+     * each as {@code "server (version)"}. Empty when every one can.
+     */
+    static List<String> withoutShardedPubSub(Map<String, Optional<Version>> versions) {
+        List<String> older = new ArrayList<>();
+        versions.forEach((server, version) -> {
+            if (version.isEmpty() || version.get().compareTo(SHARDED_PUBSUB) < 0) {
+                older.add(server + " (" + version.map(Version::toString).orElse("version unknown") + ")");
+            }
+        });
+        return older;
     }
 
     /**

@@ -75,6 +75,35 @@ class EmbeddedRedisConformanceTest extends LeaseStoreConformance {
         return RedisRaw.read(probe.sync(), KEYS.lease(key));
     }
 
+    /**
+     * The server's {@code total_reads_processed}: every request it read from any client, so each
+     * count takes off the {@code INFO} requests of its own; nothing else talks to this private
+     * server meanwhile (the suite's own store is idle during the check).
+     */
+    @Override
+    protected Optional<CommandCounter> commandCounter() {
+        RedisLeaseStore counted = RedisLeaseStore.builder(client).build();
+        return Optional.of(new CommandCounter() {
+            private long probes;
+
+            @Override
+            public LeaseStore store() {
+                return counted;
+            }
+
+            @Override
+            public long commands() {
+                probes++;
+                return CommandStats.readsProcessed(probe.sync()) - probes;
+            }
+
+            @Override
+            public void close() {
+                counted.close();
+            }
+        });
+    }
+
     /** {@code SAVE} now; the restore restarts the server from that snapshot. */
     @Override
     protected Optional<OlderState> simulateRestoreFromOlderState() throws IOException {

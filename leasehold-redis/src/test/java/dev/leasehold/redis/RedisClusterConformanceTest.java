@@ -2,17 +2,36 @@ package dev.leasehold.redis;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.leasehold.Lease;
+import dev.leasehold.LeaseOptions;
 import dev.leasehold.LockKey;
+import dev.leasehold.LockOwner;
+import dev.leasehold.LockService;
+import dev.leasehold.spi.AcquireResult;
+import dev.leasehold.spi.BatchAcquireResult;
+import dev.leasehold.spi.Grant;
 import dev.leasehold.spi.LeaseStore;
+import dev.leasehold.spi.ReleaseNotice;
+import dev.leasehold.spi.ReleaseSubscription;
 import dev.leasehold.testkit.LeaseStoreConformance;
 import dev.leasehold.testkit.RawLease;
 import io.lettuce.core.RedisURI;
 import io.lettuce.core.cluster.RedisClusterClient;
 import io.lettuce.core.cluster.SlotHash;
 import io.lettuce.core.cluster.api.StatefulRedisClusterConnection;
+import io.lettuce.core.cluster.api.sync.RedisClusterCommands;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.IntStream;
+import org.awaitility.Awaitility;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -26,13 +45,14 @@ class RedisClusterConformanceTest extends LeaseStoreConformance {
     private static LocalRedis redis;
     private static RedisClusterClient client;
     private static StatefulRedisClusterConnection<String, String> probe;
+    private static final int[] PORTS = new int[3];
     private static final RedisKeys KEYS = new RedisKeys("leasehold:");
 
     @BeforeAll
     static void startCluster() throws Exception {
         redis = new LocalRedis();
         LocalRedis.requireInstalled("redis-cli");
-        int[] ports = new int[3];
+        int[] ports = PORTS;
         for (int i = 0; i < ports.length; i++) {
             ports[i] = LocalRedis.freePortPair();
             redis.server(ports[i], "--cluster-enabled", "yes", "--cluster-config-file", "nodes-" + ports[i] + ".conf");
@@ -95,7 +115,7 @@ class RedisClusterConformanceTest extends LeaseStoreConformance {
                         .distinct()
                         .count())
                 .isGreaterThan(1);
-        try (var group = service().acquireAll(keys, dev.leasehold.LeaseOptions.defaults())) {
+        try (var group = service().acquireAll(keys, LeaseOptions.defaults())) {
             for (LockKey k : keys) {
                 assertThat(rawLease(k)).isPresent();
             }
@@ -112,7 +132,7 @@ class RedisClusterConformanceTest extends LeaseStoreConformance {
      */
     @Test
     void batchOfKeysInOneSlotIsAllOrNothing() throws InterruptedException {
-        List<LockKey> sameSlot = new java.util.ArrayList<>();
+        List<LockKey> sameSlot = new ArrayList<>();
         int slot = SlotHash.getSlot(KEYS.lease(key("s0")));
         for (int i = 0; sameSlot.size() < 3 && i < 1_000_000; i++) {
             LockKey candidate = key("s" + i);
@@ -121,10 +141,10 @@ class RedisClusterConformanceTest extends LeaseStoreConformance {
             }
         }
         assertThat(sameSlot).hasSize(3);
-        String stranger = dev.leasehold.LockOwner.create("stranger").token();
+        String stranger = LockOwner.create("stranger").token();
         assertThat(store.tryAcquire(sameSlot.get(2), stranger, Duration.ofSeconds(30)))
-                .isInstanceOf(dev.leasehold.spi.AcquireResult.Granted.class);
-        var options = dev.leasehold.LeaseOptions.defaults().withWait(Duration.ofMillis(50));
+                .isInstanceOf(AcquireResult.Granted.class);
+        var options = LeaseOptions.defaults().withWait(Duration.ofMillis(50));
         assertThat(org.assertj.core.api.Assertions.catchThrowable(
                         () -> service().acquireAll(sameSlot, options)))
                 .isInstanceOf(dev.leasehold.LockBusyException.class);
@@ -144,6 +164,221 @@ class RedisClusterConformanceTest extends LeaseStoreConformance {
         }
         for (LockKey k : sameSlot) {
             assertThat(rawLease(k)).isEmpty();
+        }
+    }
+
+    /**
+     * On a cluster, release notices are shard messages ({@code SPUBLISH} in the release script,
+     * {@code SSUBSCRIBE} by the waiter's store): they travel to the node that serves the key's slot
+     * only, not over the cluster bus to every node. The waiter's client is seeded with another node
+     * and is woken all the same, well within its wait, while the holder's lease (60 s) has far to
+     * run, so the engine's bounded poll cannot be what wakes it.
+     */
+    @Test
+    void releaseNoticesTravelByShardedPubSubToTheNodeOfTheKeysSlot() throws Exception {
+        LockKey key = key("sharded");
+        String channel = KEYS.channel(key);
+        int slotOwner = probe.getPartitions()
+                .getPartitionBySlot(SlotHash.getSlot(channel))
+                .getUri()
+                .getPort();
+        int elsewhere = Arrays.stream(PORTS)
+                .filter(port -> port != slotOwner)
+                .findFirst()
+                .orElseThrow();
+        RedisClusterClient waiterClient = RedisClusterClient.create(List.of(RedisURI.create("127.0.0.1", elsewhere)));
+        ExecutorService thread = Executors.newSingleThreadExecutor();
+        try (RedisLeaseStore waiterStore = RedisLeaseStore.builder(waiterClient).build();
+                LockService waiters = LockService.builder(waiterStore).build()) {
+            assertThat(waiterStore.shardedNotices()).isTrue();
+            String holder = LockOwner.create("holder").token();
+            assertThat(store.tryAcquire(key, holder, Duration.ofSeconds(60))).isInstanceOf(AcquireResult.Granted.class);
+            Map<Integer, CommandStats> before = statsOfEveryNode();
+
+            var waiting = thread.submit(
+                    () -> waiters.acquire(key, LeaseOptions.defaults().withWait(Duration.ofSeconds(30))));
+            Awaitility.await("the waiter's shard subscription on the node of the key's slot")
+                    .atMost(Duration.ofSeconds(20))
+                    .until(() -> node(slotOwner).pubsubShardNumsub(channel).get(channel) == 1L);
+            for (int port : PORTS) {
+                assertThat(node(port).pubsubNumsub(channel).get(channel))
+                        .as("classic subscribers of the key's channel on node %d", port)
+                        .isZero();
+            }
+            assertThat(store.release(key, holder)).isTrue();
+            Map<Integer, CommandStats> after;
+            try (Lease lease = waiting.get(30, TimeUnit.SECONDS)) {
+                assertThat(lease.fence()).isPositive();
+                after = statsOfEveryNode(); // before the waiter's own release publishes again
+            }
+            assertThat(after.get(slotOwner).since(before.get(slotOwner), "spublish"))
+                    .as("shard messages sent on the node of the key's slot by the release")
+                    .isEqualTo(1);
+            for (int port : PORTS) {
+                assertThat(after.get(port).since(before.get(port), "publish"))
+                        .as("classic PUBLISH on node %d", port)
+                        .isZero();
+            }
+        } finally {
+            thread.shutdownNow();
+            waiterClient.shutdown();
+        }
+    }
+
+    /**
+     * When a key's slot moves to another master, Redis drops the shard subscriptions of that slot
+     * on the node that gave it up; the store subscribes again, on the new owner, so a release
+     * there still reaches a subscriber that was subscribed before the move.
+     */
+    @Test
+    void aShardSubscriptionFollowsItsSlotToAnotherNode() throws Exception {
+        LockKey key = key("moving");
+        String channel = KEYS.channel(key);
+        int slot = SlotHash.getSlot(channel);
+        int from = probe.getPartitions().getPartitionBySlot(slot).getUri().getPort();
+        int to = Arrays.stream(PORTS).filter(port -> port != from).findFirst().orElseThrow();
+        List<ReleaseNotice> notices = new java.util.concurrent.CopyOnWriteArrayList<>();
+        ReleaseSubscription subscription = store.subscribe(key, notices::add);
+        try {
+            assertThat(node(from).pubsubShardNumsub(channel).get(channel)).isEqualTo(1L);
+
+            String fromId = node(from).clusterMyId();
+            String toId = node(to).clusterMyId();
+            node(to).clusterSetSlotImporting(slot, fromId);
+            node(from).clusterSetSlotMigrating(slot, toId);
+            for (int port : PORTS) {
+                node(port).clusterSetSlotNode(slot, toId); // the slot is empty: nothing to MIGRATE
+            }
+            client.refreshPartitions();
+            Awaitility.await("the shard subscription on the slot's new node")
+                    .atMost(Duration.ofSeconds(20))
+                    .until(() -> node(to).pubsubShardNumsub(channel).get(channel) == 1L);
+
+            String holder = LockOwner.create("holder").token();
+            long fence = ((AcquireResult.Granted) store.tryAcquire(key, holder, Duration.ofSeconds(60)))
+                    .grant()
+                    .fence();
+            assertThat(store.release(key, holder)).isTrue();
+            Awaitility.await("the release notice from the slot's new node")
+                    .atMost(Duration.ofSeconds(10))
+                    .until(() -> notices.contains(new ReleaseNotice(key.render(), fence, false)));
+        } finally {
+            subscription.close();
+        }
+    }
+
+    private static RedisClusterCommands<String, String> node(int port) {
+        return probe.getConnection("127.0.0.1", port).sync();
+    }
+
+    private static Map<Integer, CommandStats> statsOfEveryNode() {
+        Map<Integer, CommandStats> stats = new HashMap<>();
+        for (int port : PORTS) {
+            stats.put(port, CommandStats.of(node(port)));
+        }
+        return stats;
+    }
+
+    /**
+     * Keys that name one hash tag (a borrower's loans) share a slot, so a batch of ten is one
+     * script on the node of that slot, counted there with {@code INFO commandstats}: granted all at
+     * once, or refused all at once when one of them is busy.
+     */
+    @Test
+    void aBatchOfTenKeysWithOneHashTagIsOneScriptCallOnItsShard() {
+        List<LockKey> loans = IntStream.range(0, 10)
+                .mapToObj(i -> key("B7", "L" + i).withHashTag(0))
+                .toList();
+        int slot = SlotHash.getSlot(KEYS.lease(loans.get(0)));
+        assertThat(loans).allSatisfy(loan -> assertThat(SlotHash.getSlot(KEYS.lease(loan)))
+                .isEqualTo(slot));
+        int shard = probe.getPartitions().getPartitionBySlot(slot).getUri().getPort();
+        String stranger = heldByAStranger(loans.get(6));
+        String owner = LockOwner.create("batch").token();
+
+        Map<Integer, CommandStats> before = statsOfEveryNode();
+        assertRefusedHoldingNothing(loans, loans.get(6), owner);
+        assertScriptCalls(before, Map.of(shard, 1L));
+
+        assertThat(store.release(loans.get(6), stranger)).isTrue();
+        Map<Integer, CommandStats> beforeGrant = statsOfEveryNode();
+        var granted = store.tryAcquireAll(loans, owner, Duration.ofSeconds(30));
+        assertScriptCalls(beforeGrant, Map.of(shard, 1L));
+        List<Grant> grants = ((BatchAcquireResult.Granted) granted).grants();
+        for (int i = 0; i < loans.size(); i++) {
+            assertThat(rawLease(loans.get(i)))
+                    .contains(new RawLease(owner, grants.get(i).fence()));
+        }
+        assertThat(grants).extracting(Grant::fence).doesNotHaveDuplicates();
+    }
+
+    /**
+     * A batch over two hash tags on two shards is two scripts, one per slot, taken in the batch's
+     * order; when the second slot's key is busy, the first slot's grants are released again.
+     */
+    @Test
+    void aBatchAcrossSlotsIsOneScriptPerSlotAndAllOrNothing() {
+        int shardA = shardOf("A");
+        String tagB = IntStream.range(0, 100)
+                .mapToObj(i -> "B" + i)
+                .filter(tag -> shardOf(tag) != shardA)
+                .findFirst()
+                .orElseThrow();
+        int shardB = shardOf(tagB);
+        List<LockKey> batch = new ArrayList<>();
+        for (String tag : List.of("A", tagB)) {
+            for (int i = 0; i < 3; i++) {
+                batch.add(key(tag, "L" + i).withHashTag(0));
+            }
+        }
+        String stranger = heldByAStranger(batch.get(4));
+        String owner = LockOwner.create("batch").token();
+
+        Map<Integer, CommandStats> before = statsOfEveryNode();
+        assertRefusedHoldingNothing(batch, batch.get(4), owner);
+        // A's script granted its three keys, B's found one busy, then A's three were released one by one.
+        assertScriptCalls(before, Map.of(shardA, 4L, shardB, 1L));
+
+        assertThat(store.release(batch.get(4), stranger)).isTrue();
+        Map<Integer, CommandStats> beforeGrant = statsOfEveryNode();
+        var granted = store.tryAcquireAll(batch, owner, Duration.ofSeconds(30));
+        assertThat(granted).isInstanceOf(BatchAcquireResult.Granted.class);
+        assertScriptCalls(beforeGrant, Map.of(shardA, 1L, shardB, 1L));
+        for (LockKey k : batch) {
+            assertThat(rawLease(k)).map(RawLease::owner).contains(owner);
+        }
+    }
+
+    private int shardOf(String hashTag) {
+        int slot = SlotHash.getSlot(KEYS.lease(key(hashTag, "L0").withHashTag(0)));
+        return probe.getPartitions().getPartitionBySlot(slot).getUri().getPort();
+    }
+
+    private String heldByAStranger(LockKey key) {
+        String stranger = LockOwner.create("stranger").token();
+        assertThat(store.tryAcquire(key, stranger, Duration.ofSeconds(30))).isInstanceOf(AcquireResult.Granted.class);
+        return stranger;
+    }
+
+    /** The batch is refused naming {@code busy}, and none of its other keys is held. */
+    private void assertRefusedHoldingNothing(List<LockKey> batch, LockKey busy, String owner) {
+        BatchAcquireResult refused = store.tryAcquireAll(batch, owner, Duration.ofSeconds(30));
+        assertThat(refused).isInstanceOfSatisfying(BatchAcquireResult.Busy.class, result -> assertThat(result.key())
+                .isEqualTo(busy));
+        for (LockKey key : batch) {
+            if (!key.equals(busy)) {
+                assertThat(rawLease(key)).as("%s after the refusal", key).isEmpty();
+            }
+        }
+    }
+
+    /** Script calls on each node since {@code before}: as {@code expected}, and none on the other nodes. */
+    private static void assertScriptCalls(Map<Integer, CommandStats> before, Map<Integer, Long> expected) {
+        Map<Integer, CommandStats> after = statsOfEveryNode();
+        for (int port : PORTS) {
+            assertThat(after.get(port).scriptCallsSince(before.get(port)))
+                    .as("script calls (EVALSHA, EVAL, FCALL) on node %d", port)
+                    .isEqualTo(expected.getOrDefault(port, 0L));
         }
     }
 }

@@ -13,6 +13,7 @@ import dev.leasehold.LockKey;
 import dev.leasehold.LockOwner;
 import dev.leasehold.LockService;
 import dev.leasehold.spi.AcquireResult;
+import dev.leasehold.spi.BatchAcquireResult;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.RedisURI;
 import io.lettuce.core.api.StatefulRedisConnection;
@@ -162,23 +163,67 @@ class RedisFailureTest {
     }
 
     /**
+     * A batch on one server is one script, whatever its keys: ten keys granted, or refused when one
+     * is busy, in one EVALSHA and one round trip, counted at the server.
+     */
+    @Test
+    void aBatchOfTenKeysIsOneScriptCallAndOneRoundTrip() {
+        List<LockKey> batch = java.util.stream.IntStream.range(0, 10)
+                .mapToObj(i -> LockKey.ofTenant("loan", "t42", "B7", "L" + i))
+                .toList();
+        String stranger = LockOwner.create("stranger").token();
+        String owner = LockOwner.create("batch").token();
+        try (StatefulRedisConnection<String, String> raw = client.connect()) {
+            assertThat(store.tryAcquire(batch.get(6), stranger, Duration.ofSeconds(30)))
+                    .isInstanceOf(AcquireResult.Granted.class);
+            CommandStats before = CommandStats.of(raw.sync());
+            AtomicReference<BatchAcquireResult> refused = new AtomicReference<>();
+            long refusedTrips =
+                    roundTrips(raw, () -> refused.set(store.tryAcquireAll(batch, owner, Duration.ofSeconds(30))));
+            CommandStats afterRefused = CommandStats.of(raw.sync());
+            assertThat(refused.get()).isInstanceOfSatisfying(BatchAcquireResult.Busy.class, busy -> {
+                assertThat(busy.key()).isEqualTo(batch.get(6));
+                assertThat(busy.holderRemaining()).isPositive();
+            });
+            assertThat(afterRefused.scriptCallsSince(before))
+                    .as("script calls of the refused batch")
+                    .isEqualTo(1);
+            assertThat(refusedTrips).isEqualTo(1);
+            for (LockKey key : batch) {
+                if (!key.equals(batch.get(6))) {
+                    assertThat(raw.sync().exists(keys.lease(key)))
+                            .as("%s after the refusal", key)
+                            .isZero();
+                }
+            }
+
+            assertThat(store.release(batch.get(6), stranger)).isTrue();
+            CommandStats beforeGrant = CommandStats.of(raw.sync());
+            AtomicReference<BatchAcquireResult> granted = new AtomicReference<>();
+            long grantTrips =
+                    roundTrips(raw, () -> granted.set(store.tryAcquireAll(batch, owner, Duration.ofSeconds(30))));
+            CommandStats afterGrant = CommandStats.of(raw.sync());
+            assertThat(afterGrant.scriptCallsSince(beforeGrant))
+                    .as("script calls of the granted batch")
+                    .isEqualTo(1);
+            assertThat(grantTrips).isEqualTo(1);
+            List<dev.leasehold.spi.Grant> grants = ((BatchAcquireResult.Granted) granted.get()).grants();
+            assertThat(grants).hasSize(10);
+            for (int i = 0; i < batch.size(); i++) {
+                assertThat(raw.sync().hget(keys.lease(batch.get(i)), "owner")).isEqualTo(owner);
+                assertThat(raw.sync().hget(keys.lease(batch.get(i)), "fence"))
+                        .isEqualTo(Long.toString(grants.get(i).fence()));
+            }
+        }
+    }
+
+    /**
      * The requests the server read from clients during {@code operation} ({@code
      * total_reads_processed}; each INFO counts its own read, so one is taken off).
      */
     private static long roundTrips(StatefulRedisConnection<String, String> raw, Runnable operation) {
-        long before = readsProcessed(raw);
+        long before = CommandStats.readsProcessed(raw.sync());
         operation.run();
-        return readsProcessed(raw) - before - 1;
-    }
-
-    private static long readsProcessed(StatefulRedisConnection<String, String> raw) {
-        return raw.sync()
-                .info("stats")
-                .lines()
-                .filter(line -> line.startsWith("total_reads_processed:"))
-                .mapToLong(line ->
-                        Long.parseLong(line.substring(line.indexOf(':') + 1).trim()))
-                .findFirst()
-                .orElseThrow();
+        return CommandStats.readsProcessed(raw.sync()) - before - 1;
     }
 }

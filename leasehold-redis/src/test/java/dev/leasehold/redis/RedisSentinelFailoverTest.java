@@ -26,6 +26,7 @@ class RedisSentinelFailoverTest {
 
     private static final String MASTER_NAME = "leasehold-failover";
     private static final Duration LEASE = Duration.ofSeconds(2);
+    private static final Duration ACK_TIMEOUT = Duration.ofMillis(300);
 
     private LocalRedis redis;
     private final List<RedisClient> clients = new ArrayList<>();
@@ -121,6 +122,41 @@ class RedisSentinelFailoverTest {
         }
     }
 
+    /**
+     * The same lag and failover as {@link #withoutReplicaAcknowledgementAFailoverAfterReplicaLagGrantsTwice},
+     * with {@code replicaAcknowledgement(1, 300 ms)}: while the replica is cut off, no grant is
+     * acknowledged, so every acquire is refused (and its grant released) and renewals fail; the
+     * promoted replica therefore knows every lease a holder was told it holds, with the expiry of
+     * its last acknowledged renewal, and no key is granted twice.
+     */
+    @Test
+    void withReplicaAcknowledgementAFailoverAfterReplicaLagNeverGrantsTwice() throws Exception {
+        try (FailoverRun run = run(Duration.ofSeconds(10), 200, ACK_TIMEOUT)) {
+            run.awaitGrants(12);
+            signal(processes[1], "STOP");
+            redis.cli("-p", String.valueOf(nodes[0]), "client", "kill", "type", "replica");
+            int errorsBefore = run.storeErrors();
+            int grantsBefore = run.grants();
+            redis.await(
+                    "acquires refused for want of an acknowledgement",
+                    Duration.ofSeconds(60),
+                    () -> run.storeErrors() >= errorsBefore + 6);
+            int grantedDuringLag = run.grants() - grantsBefore;
+            processes[0].destroyForcibly();
+            processes[0].waitFor(10, TimeUnit.SECONDS);
+            signal(processes[1], "CONT");
+            awaitMasterIs(nodes[1]);
+            processes[0] = replicaOf(0, nodes[1]);
+            run.awaitGrants(10);
+            run.stop();
+            run.report("redis sentinel failover after replica lag, WAIT 1 " + ACK_TIMEOUT.toMillis(), 1, 0);
+            System.out.printf(
+                    "[redis sentinel failover after replica lag, WAIT] grantedWhileTheReplicaWasCutOff=%d%n",
+                    grantedDuringLag);
+            run.assertInvariants();
+        }
+    }
+
     private static void signal(Process process, String signal) throws Exception {
         Process kill = new ProcessBuilder("kill", "-" + signal, String.valueOf(process.pid()))
                 .redirectErrorStream(true)
@@ -134,6 +170,11 @@ class RedisSentinelFailoverTest {
     }
 
     private FailoverRun run(Duration lease, int maxSteps) {
+        return run(lease, maxSteps, null);
+    }
+
+    /** A run whose stores wait for {@code acknowledgement} from a replica, unless it is null. */
+    private FailoverRun run(Duration lease, int maxSteps, Duration acknowledgement) {
         RedisURI uri = RedisURI.Builder.sentinel("127.0.0.1", sentinels[0], MASTER_NAME)
                 .withSentinel("127.0.0.1", sentinels[1])
                 .withSentinel("127.0.0.1", sentinels[2])
@@ -143,7 +184,11 @@ class RedisSentinelFailoverTest {
                 () -> {
                     RedisClient client = RedisClient.create(uri);
                     clients.add(client);
-                    return RedisLeaseStore.builder(client).build();
+                    RedisLeaseStore.Builder builder = RedisLeaseStore.builder(client);
+                    if (acknowledgement != null) {
+                        builder.replicaAcknowledgement(1, acknowledgement);
+                    }
+                    return builder.build();
                 },
                 lease,
                 maxSteps);

@@ -15,6 +15,8 @@ import java.io.IOException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -152,6 +154,22 @@ class RedisServerChecksTest {
         ServerChecks.requireAtLeast("s", new ServerChecks.Version(5, 0, 0), ServerChecks.MINIMUM, "leases");
         assertThat(ServerChecks.version("redis_version:7.2\n")).contains(new ServerChecks.Version(7, 2, 0));
         assertThat(ServerChecks.version("no version here")).isEmpty();
+    }
+
+    /**
+     * Sharded pub/sub needs Redis 7.0 on every master: one older master, or one that does not say,
+     * and the cluster store keeps classic pub/sub (and logs which masters are older).
+     */
+    @Test
+    void shardedPubSubIsUsedOnlyWhenEveryMasterRunsRedis7() {
+        var seven = Optional.of(new ServerChecks.Version(7, 0, 15));
+        var six = Optional.of(new ServerChecks.Version(6, 2, 14));
+        assertThat(ServerChecks.withoutShardedPubSub(Map.of("a:1", seven, "b:2", seven)))
+                .isEmpty();
+        assertThat(ServerChecks.withoutShardedPubSub(Map.of("a:1", seven, "b:2", six)))
+                .containsExactly("b:2 (6.2.14)");
+        assertThat(ServerChecks.withoutShardedPubSub(Map.of("c:3", Optional.empty())))
+                .containsExactly("c:3 (version unknown)");
     }
 
     /** WAITAOF came with Redis 7.2: the option is refused on an older server, at build time. */

@@ -84,8 +84,8 @@ final class DelayedRetries implements RetryHandler, SmartLifecycle {
             arguments = new String(json.write(invocation.getArguments()), java.nio.charset.StandardCharsets.UTF_8);
         } catch (LeaseholdJson.JsonFailure e) {
             throw new IllegalStateException(
-                    "RETRY_LATER cannot store the arguments of " + method.getName() + " as JSON with "
-                            + json.describe() + ": " + e.getMessage(),
+                    "RETRY_LATER cannot store the arguments of " + method.getName() + " as JSON with " + json.describe()
+                            + ": " + e.getMessage(),
                     e);
         }
         String key = RetryTask.keyOf(

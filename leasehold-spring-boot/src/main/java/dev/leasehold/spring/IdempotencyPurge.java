@@ -55,7 +55,8 @@ final class IdempotencyPurge implements SmartLifecycle {
                         this,
                         p -> p.stats.get() == null
                                 ? 0
-                                : p.stats.get()
+                                : p.stats
+                                        .get()
                                         .oldestProcessingAge()
                                         .map(a -> a.toMillis() / 1000.0)
                                         .orElse(0.0))
@@ -104,7 +105,9 @@ final class IdempotencyPurge implements SmartLifecycle {
     @Override
     public synchronized void start() {
         Duration interval = settings.getInterval();
-        task = scheduler.get().scheduleWithFixedDelay(this::run, java.time.Instant.now().plus(interval), interval);
+        task = scheduler
+                .get()
+                .scheduleWithFixedDelay(this::run, java.time.Instant.now().plus(interval), interval);
     }
 
     @Override

@@ -33,7 +33,8 @@ import java.lang.annotation.Target;
  * fails, the outcome is unknown: the answer is 503 {@code request-outcome-unknown}, and a retry with
  * the same key is safe. Writes must go through the transaction (JdbcTemplate, JPA, jOOQ on the same
  * {@code DataSource}); writes in a {@code REQUIRES_NEW} transaction or on another database are not
- * covered.
+ * covered. With {@link Locked} on the same method, the lease is taken inside this transaction and
+ * released after it ends.
  *
  * <h2>What is stored and replayed</h2>
  *

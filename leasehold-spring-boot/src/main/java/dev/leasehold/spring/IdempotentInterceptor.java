@@ -1,5 +1,6 @@
 package dev.leasehold.spring;
 
+import dev.leasehold.LeaseStoreException;
 import dev.leasehold.LeaseholdException;
 import dev.leasehold.LockKey;
 import dev.leasehold.idempotency.CanonicalJson;
@@ -96,8 +97,7 @@ final class IdempotentInterceptor implements MethodInterceptor {
             }
         }
         Class<?> returnType = specific.getReturnType();
-        boolean handler =
-                WebRequests.isHandler(specific) && (returnType == void.class || !returnType.isPrimitive());
+        boolean handler = WebRequests.isHandler(specific) && (returnType == void.class || !returnType.isPrimitive());
 
         IdempotentExecutor.Start start = s.executor()
                 .start(new IdempotentExecutor.Submission(
@@ -138,8 +138,8 @@ final class IdempotentInterceptor implements MethodInterceptor {
         TransactionStatus transaction;
         try {
             DefaultTransactionDefinition definition = new DefaultTransactionDefinition();
-            definition.setName("leasehold-idempotent:" + method.getDeclaringClass().getSimpleName() + "."
-                    + method.getName());
+            definition.setName(
+                    "leasehold-idempotent:" + method.getDeclaringClass().getSimpleName() + "." + method.getName());
             transaction = s.transactions().getTransaction(definition);
             if (!TransactionSynchronizationManager.isSynchronizationActive()) {
                 s.transactions().rollback(transaction);
@@ -147,6 +147,11 @@ final class IdempotentInterceptor implements MethodInterceptor {
                         + " transaction manager " + s.transactions().getClass().getName() + " does not activate it");
             }
             TransactionSynchronizationManager.registerSynchronization(settlement);
+        } catch (org.springframework.transaction.TransactionException e) {
+            // No transaction could begin (the database is unreachable): nothing ran, nothing changed.
+            outcomes.accept("failed");
+            settlement.settleWithoutTransaction(e);
+            throw new LeaseStoreException("begin the transaction of request", key, e);
         } catch (RuntimeException e) {
             outcomes.accept("failed");
             settlement.settleWithoutTransaction(e);
@@ -254,7 +259,8 @@ final class IdempotentInterceptor implements MethodInterceptor {
     private IdempotentResponses responses(Services s) {
         IdempotentResponses current = responses;
         if (current == null) {
-            current = new IdempotentResponses(s.json(), properties.getIdempotency().getReplayHeaders());
+            current = new IdempotentResponses(
+                    s.json(), properties.getIdempotency().getReplayHeaders());
             responses = current;
         }
         return current;
@@ -283,10 +289,12 @@ final class IdempotentInterceptor implements MethodInterceptor {
             try {
                 switch (status) {
                     case STATUS_COMMITTED -> execution.committed();
-                    case STATUS_ROLLED_BACK -> execution.rolledBack(
-                            cause != null ? cause : new IllegalStateException("the transaction rolled back"));
-                    default -> unknown = execution.outcomeUnknown(
-                            cause != null ? cause : new IllegalStateException("the commit failed"));
+                    case STATUS_ROLLED_BACK ->
+                        execution.rolledBack(
+                                cause != null ? cause : new IllegalStateException("the transaction rolled back"));
+                    default ->
+                        unknown = execution.outcomeUnknown(
+                                cause != null ? cause : new IllegalStateException("the commit failed"));
                 }
             } finally {
                 execution.close();

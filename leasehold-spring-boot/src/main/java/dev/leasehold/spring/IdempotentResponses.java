@@ -122,8 +122,7 @@ final class IdempotentResponses {
         byte[] body = response.bodyBytes();
         if (WebRequests.isResponseEntityType(returnType)) {
             Type generic = method.getGenericReturnType();
-            Type bodyType =
-                    generic instanceof ParameterizedType p ? p.getActualTypeArguments()[0] : Object.class;
+            Type bodyType = generic instanceof ParameterizedType p ? p.getActualTypeArguments()[0] : Object.class;
             return WebRequests.responseEntity(response, body == null ? null : json.read(body, bodyType));
         }
         return body == null ? null : json.read(body, method.getGenericReturnType());

@@ -37,8 +37,8 @@ final class IdempotentScopes {
     private IdempotentScopes() {}
 
     private static List<Class<?>> present(String... names) {
-        List<Class<?>> found = new ArrayList<>(List.of(
-                Principal.class, InputStream.class, OutputStream.class, Reader.class, Writer.class));
+        List<Class<?>> found = new ArrayList<>(
+                List.of(Principal.class, InputStream.class, OutputStream.class, Reader.class, Writer.class));
         for (String name : names) {
             ClassLoader loader = IdempotentScopes.class.getClassLoader();
             if (ClassUtils.isPresent(name, loader)) {

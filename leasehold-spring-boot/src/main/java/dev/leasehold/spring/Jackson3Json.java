@@ -59,7 +59,8 @@ final class Jackson3Json implements LeaseholdJson {
         try {
             return mapper.writeValueAsBytes(value);
         } catch (JacksonException e) {
-            throw new JsonFailure("cannot write " + LeaseholdJson.typeOf(value) + " as JSON: " + e.getOriginalMessage(), e);
+            throw new JsonFailure(
+                    "cannot write " + LeaseholdJson.typeOf(value) + " as JSON: " + e.getOriginalMessage(), e);
         }
     }
 
@@ -85,5 +86,4 @@ final class Jackson3Json implements LeaseholdJson {
             throw new JsonFailure("cannot read the JSON array of arguments: " + e.getOriginalMessage(), e);
         }
     }
-
 }

@@ -359,7 +359,9 @@ public class LeaseholdAutoConfiguration {
                 ObjectProvider<org.springframework.scheduling.TaskScheduler> schedulers,
                 ObjectProvider<MeterRegistry> registry) {
             IdempotencyPurge purge = new IdempotencyPurge(
-                    records, properties.getIdempotency().getPurge(), () -> schedulers.getIfUnique(() -> {
+                    records,
+                    properties.getIdempotency().getPurge(),
+                    () -> schedulers.getIfUnique(() -> {
                         org.springframework.scheduling.concurrent.ThreadPoolTaskScheduler own =
                                 new org.springframework.scheduling.concurrent.ThreadPoolTaskScheduler();
                         own.setThreadNamePrefix("leasehold-purge-");

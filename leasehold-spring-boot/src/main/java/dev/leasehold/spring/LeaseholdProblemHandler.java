@@ -77,7 +77,9 @@ public class LeaseholdProblemHandler {
     @ExceptionHandler(LeaseLostException.class)
     ResponseEntity<ProblemDetail> lost(LeaseLostException e) {
         return answer(
-                e, problem(HttpStatus.CONFLICT, "lease-lost", "Lease lost; the work was stopped", e.getMessage()), null);
+                e,
+                problem(HttpStatus.CONFLICT, "lease-lost", "Lease lost; the work was stopped", e.getMessage()),
+                null);
     }
 
     @ExceptionHandler(IdempotencyKeyReusedException.class)
@@ -163,11 +165,7 @@ public class LeaseholdProblemHandler {
         if (e.getClass().getName().equals(STALE_FENCE)) {
             return answer(
                     e,
-                    problem(
-                            HttpStatus.CONFLICT,
-                            "stale-fence",
-                            "Write refused: a newer owner exists",
-                            e.getMessage()),
+                    problem(HttpStatus.CONFLICT, "stale-fence", "Write refused: a newer owner exists", e.getMessage()),
                     null);
         }
         return answer(

@@ -67,7 +67,8 @@ public class LeaseholdProperties implements Validator {
             positive(errors, "idempotency.abandoned-after", p.idempotency.abandonedAfter);
         }
         if (p.idempotency.replayHeaders == null) {
-            errors.reject("leasehold.idempotency.replay-headers", "leasehold.idempotency.replay-headers must not be null");
+            errors.reject(
+                    "leasehold.idempotency.replay-headers", "leasehold.idempotency.replay-headers must not be null");
         } else {
             for (String name : p.idempotency.replayHeaders) {
                 String lower = name == null ? "" : name.trim().toLowerCase(Locale.ROOT);
@@ -386,6 +387,7 @@ public class LeaseholdProperties implements Validator {
          * application's only (or primary) one.
          */
         private String transactionManager;
+
         private final Purge purge = new Purge();
 
         public Duration getStaleAfter() {

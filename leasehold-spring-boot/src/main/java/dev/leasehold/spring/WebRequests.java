@@ -64,10 +64,11 @@ final class WebRequests {
         if (!MVC || servlet == null || servlet.getResponse() == null) {
             return false;
         }
-        Object handler =
-                servlet.getRequest().getAttribute(org.springframework.web.servlet.HandlerMapping.BEST_MATCHING_HANDLER_ATTRIBUTE);
+        Object handler = servlet.getRequest()
+                .getAttribute(org.springframework.web.servlet.HandlerMapping.BEST_MATCHING_HANDLER_ATTRIBUTE);
         return handler instanceof HandlerMethod handlerMethod
-                && BridgeMethodResolver.findBridgedMethod(handlerMethod.getMethod()).equals(method);
+                && BridgeMethodResolver.findBridgedMethod(handlerMethod.getMethod())
+                        .equals(method);
     }
 
     static boolean isResponseEntity(Object value) {

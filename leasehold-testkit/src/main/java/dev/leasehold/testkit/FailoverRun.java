@@ -120,6 +120,11 @@ public final class FailoverRun implements AutoCloseable {
         return grants.get();
     }
 
+    /** How many acquires failed with a store error (the backend unreachable, failing over, refusing). */
+    public int storeErrors() {
+        return storeErrors.get();
+    }
+
     /** Whether the holder of this lease was told it was lost. */
     public boolean wasLost(Lease lease) {
         return lostFences.contains(lease.fence());

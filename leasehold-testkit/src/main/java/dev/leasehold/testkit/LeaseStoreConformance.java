@@ -17,6 +17,8 @@ import dev.leasehold.LockKey;
 import dev.leasehold.LockOwner;
 import dev.leasehold.LockService;
 import dev.leasehold.spi.AcquireResult;
+import dev.leasehold.spi.BatchAcquireResult;
+import dev.leasehold.spi.Grant;
 import dev.leasehold.spi.LeaseStore;
 import dev.leasehold.spi.ReleaseNotice;
 import dev.leasehold.spi.ReleaseSubscription;
@@ -511,6 +513,53 @@ public abstract class LeaseStoreConformance {
         assertThat(rawLease(a)).as("released after the batch failed").isEmpty();
         assertThat(rawLease(c)).as("never taken").isEmpty();
         assertThat(rawLease(b)).map(RawLease::owner).contains(stranger);
+    }
+
+    /** The store's own batch ({@link LeaseStore#tryAcquireAll}): every key granted, or none held. */
+    @Test
+    void aStoreBatchIsGrantedWhollyOrNotAtAll() {
+        LockKey a = key("S1");
+        LockKey b = key("S2");
+        LockKey c = key("S3");
+        String earlier = owner();
+        long earlierFence = fenceOf(store.tryAcquire(a, earlier, Duration.ofSeconds(30)));
+        assertThat(store.release(a, earlier)).isTrue();
+        String stranger = owner();
+        fenceOf(store.tryAcquire(b, stranger, Duration.ofSeconds(30)));
+
+        String owner = owner();
+        BatchAcquireResult refused = store.tryAcquireAll(List.of(a, b, c), owner, Duration.ofSeconds(30));
+        assertThat(refused).isInstanceOf(BatchAcquireResult.Busy.class);
+        BatchAcquireResult.Busy busy = (BatchAcquireResult.Busy) refused;
+        assertThat(busy.key()).isEqualTo(b);
+        assertThat(busy.holderRemaining()).isPositive();
+        assertThat(rawLease(a)).as("nothing of a refused batch is held").isEmpty();
+        assertThat(rawLease(c)).as("nothing of a refused batch is held").isEmpty();
+        assertThat(rawLease(b)).map(RawLease::owner).contains(stranger);
+
+        assertThat(store.release(b, stranger)).isTrue();
+        BatchAcquireResult granted = store.tryAcquireAll(List.of(a, b, c), owner, Duration.ofSeconds(30));
+        assertThat(granted).isInstanceOf(BatchAcquireResult.Granted.class);
+        List<Grant> grants = ((BatchAcquireResult.Granted) granted).grants();
+        assertThat(grants).hasSize(3);
+        assertThat(grants.get(0).fence())
+                .as("a's fence after its earlier holder")
+                .isGreaterThan(earlierFence);
+        List<LockKey> batch = List.of(a, b, c);
+        for (int i = 0; i < batch.size(); i++) {
+            assertThat(rawLease(batch.get(i)))
+                    .contains(new RawLease(owner, grants.get(i).fence()));
+            assertThat(grants.get(i).remaining()).isPositive();
+        }
+        for (LockKey key : batch) {
+            assertThat(store.release(key, owner)).isTrue();
+        }
+        assertThatThrownBy(() -> store.tryAcquireAll(List.of(a, a), owner, Duration.ofSeconds(30)))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("twice");
+        assertThatThrownBy(() -> store.tryAcquireAll(List.of(), owner, Duration.ofSeconds(30)))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("at least one key");
     }
 
     @Test

@@ -41,7 +41,13 @@ public class ShopApplication {
     @Bean
     UserDetailsService users() {
         return new InMemoryUserDetailsManager(
-                User.withUsername("alice").password("{noop}" + PASSWORD).roles("USER").build(),
-                User.withUsername("bob").password("{noop}" + PASSWORD).roles("USER").build());
+                User.withUsername("alice")
+                        .password("{noop}" + PASSWORD)
+                        .roles("USER")
+                        .build(),
+                User.withUsername("bob")
+                        .password("{noop}" + PASSWORD)
+                        .roles("USER")
+                        .build());
     }
 }

@@ -124,9 +124,7 @@ abstract class AbstractIdempotentHttpTest {
         Http.Answer replay = http.post("/payments", "alice", key, payment(account, "35.1"));
 
         assertThat(first.text()).contains("\"amount\":35.10");
-        assertThat(replay.replayed())
-                .as("35.1 and 35.10 are the same payload")
-                .isTrue();
+        assertThat(replay.replayed()).as("35.1 and 35.10 are the same payload").isTrue();
         assertThat(replay.text()).contains("\"amount\":35.10").isEqualTo(first.text());
     }
 
@@ -155,7 +153,9 @@ abstract class AbstractIdempotentHttpTest {
         assertThat(first.status()).as(first.toString()).isEqualTo(503);
         assertThat(retry.status()).isEqualTo(503);
         assertThat(retry.replayed()).isFalse();
-        assertThat(payments.executions(flaky)).as("a 5xx is a failure: the retry ran").isEqualTo(2);
+        assertThat(payments.executions(flaky))
+                .as("a 5xx is a failure: the retry ran")
+                .isEqualTo(2);
         assertThat(ledger.payments(flaky))
                 .as("the writes behind a 5xx answer are rolled back")
                 .isZero();
@@ -271,7 +271,8 @@ abstract class AbstractIdempotentHttpTest {
             org.assertj.core.api.Assertions.assertThatThrownBy(() -> toChild.post("/payments", "alice", key, body))
                     .as("the child halts before it can answer")
                     .isInstanceOf(java.io.IOException.class);
-            assertThat(child.process.waitFor(30, java.util.concurrent.TimeUnit.SECONDS)).isTrue();
+            assertThat(child.process.waitFor(30, java.util.concurrent.TimeUnit.SECONDS))
+                    .isTrue();
             assertThat(child.process.exitValue()).isEqualTo(99);
         }
         assertThat(ledger.payments(account)).as("the business write committed").isEqualTo(1);
@@ -279,14 +280,16 @@ abstract class AbstractIdempotentHttpTest {
 
         java.util.List<String> refusals = new java.util.ArrayList<>();
         Http.Answer[] answer = new Http.Answer[1];
-        await().atMost(Duration.ofSeconds(20)).pollInterval(Duration.ofMillis(200)).until(() -> {
-            answer[0] = http.post("/payments", "alice", key, body);
-            if (answer[0].status() == 409) {
-                refusals.add(answer[0].text());
-                return false;
-            }
-            return true;
-        });
+        await().atMost(Duration.ofSeconds(20))
+                .pollInterval(Duration.ofMillis(200))
+                .until(() -> {
+                    answer[0] = http.post("/payments", "alice", key, body);
+                    if (answer[0].status() == 409) {
+                        refusals.add(answer[0].text());
+                        return false;
+                    }
+                    return true;
+                });
         System.out.printf(
                 "crash between commit and answer: retry answered %d %s after %d ms, %d refusals; payments %d%n",
                 answer[0].status(),
@@ -294,9 +297,13 @@ abstract class AbstractIdempotentHttpTest {
                 Duration.ofNanos(System.nanoTime() - haltedAt).toMillis(),
                 refusals.size(),
                 ledger.payments(account));
-        assertThat(ledger.payments(account)).as("exactly one effect after the retry").isEqualTo(1);
+        assertThat(ledger.payments(account))
+                .as("exactly one effect after the retry")
+                .isEqualTo(1);
         assertThat(answer[0].status()).isEqualTo(201);
-        assertThat(answer[0].replayed()).as("the retry gets the committed result").isTrue();
+        assertThat(answer[0].replayed())
+                .as("the retry gets the committed result")
+                .isTrue();
         assertThat(payments.executions(account)).as("nothing ran in this JVM").isZero();
     }
 
@@ -310,14 +317,16 @@ abstract class AbstractIdempotentHttpTest {
                 .orElseThrow();
         try {
             SecurityContextHolder.getContext()
-                    .setAuthentication(UsernamePasswordAuthenticationToken.authenticated("job", null, java.util.List.of()));
+                    .setAuthentication(
+                            UsernamePasswordAuthenticationToken.authenticated("job", null, java.util.List.of()));
             interest.accrue(account, day);
             assertThat(interest.days(account)).as("busy: stored for later").isEmpty();
         } finally {
             SecurityContextHolder.clearContext();
             held.close();
         }
-        await().atMost(Duration.ofSeconds(20)).until(() -> interest.days(account).contains(day));
+        await().atMost(Duration.ofSeconds(20))
+                .until(() -> interest.days(account).contains(day));
         assertThat(interest.days(account)).containsExactly(day);
     }
 }

@@ -41,8 +41,11 @@ class MissingIdempotencyTableTest {
         String account = "acct-" + UUID.randomUUID();
 
         Http.Answer answer = new Http(port)
-                .post("/payments", "alice", "key-" + UUID.randomUUID(), "{\"account\":\"" + account
-                        + "\",\"amount\":1,\"note\":\"n\"}");
+                .post(
+                        "/payments",
+                        "alice",
+                        "key-" + UUID.randomUUID(),
+                        "{\"account\":\"" + account + "\",\"amount\":1,\"note\":\"n\"}");
 
         assertThat(answer.status()).as(answer.toString()).isEqualTo(500);
         assertThat(answer.header("Content-Type")).startsWith("application/problem+json");
@@ -51,7 +54,8 @@ class MissingIdempotencyTableTest {
                 .isEqualTo("https://leasehold.dev/problems/idempotency-schema-missing");
         assertThat(problem.get("table").asString()).isEqualToIgnoringCase("leasehold_request");
         assertThat(problem.get("detail").asString()).containsIgnoringCase("leasehold_request");
-        assertThat(output.getOut().lines()
+        assertThat(output.getOut()
+                        .lines()
                         .filter(line -> line.contains("LeaseholdProblemHandler")
                                 && line.contains("500 https://leasehold.dev/problems/idempotency-schema-missing"))
                         .count())

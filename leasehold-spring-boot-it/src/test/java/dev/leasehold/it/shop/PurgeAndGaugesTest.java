@@ -64,7 +64,9 @@ class PurgeAndGaugesTest {
 
         await().atMost(Duration.ofSeconds(10)).until(() -> records(key) == 0);
         Http.Answer afterRetention = http.post("/payments", "alice", key, body);
-        assertThat(afterRetention.replayed()).as("the record is gone, so the key is new").isFalse();
+        assertThat(afterRetention.replayed())
+                .as("the record is gone, so the key is new")
+                .isFalse();
         assertThat(ledger.payments(account)).isEqualTo(2);
         assertThat(meters.get(LeaseholdMetricNames.IDEMPOTENCY_PURGED).counter().count())
                 .isPositive();
@@ -73,16 +75,21 @@ class PurgeAndGaugesTest {
     @Test
     void gaugesShowTheRecordsAndTheOldestProcessingAgeAndAnAbandonedRecordIsPurged() {
         String key = "abandoned-" + UUID.randomUUID();
-        Claim claim = records.begin(
-                "gauges", key, CanonicalJson.fingerprint("{\"n\":1}"));
+        Claim claim = records.begin("gauges", key, CanonicalJson.fingerprint("{\"n\":1}"));
         assertThat(claim).isInstanceOf(Claim.Claimed.class);
 
         await().atMost(Duration.ofSeconds(10)).untilAsserted(() -> {
-            assertThat(meters.get(LeaseholdMetricNames.IDEMPOTENCY_PROCESSING).gauge().value())
+            assertThat(meters.get(LeaseholdMetricNames.IDEMPOTENCY_PROCESSING)
+                            .gauge()
+                            .value())
                     .isGreaterThanOrEqualTo(1);
-            assertThat(meters.get(LeaseholdMetricNames.IDEMPOTENCY_RECORDS).gauge().value())
+            assertThat(meters.get(LeaseholdMetricNames.IDEMPOTENCY_RECORDS)
+                            .gauge()
+                            .value())
                     .isGreaterThanOrEqualTo(1);
-            assertThat(meters.get(LeaseholdMetricNames.IDEMPOTENCY_PROCESSING_OLDEST).gauge().value())
+            assertThat(meters.get(LeaseholdMetricNames.IDEMPOTENCY_PROCESSING_OLDEST)
+                            .gauge()
+                            .value())
                     .isGreaterThanOrEqualTo(1.0);
         });
         await().atMost(Duration.ofSeconds(15)).until(() -> records(key) == 0);

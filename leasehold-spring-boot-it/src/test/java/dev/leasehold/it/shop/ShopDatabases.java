@@ -55,13 +55,13 @@ record ShopDatabases(String url, String user, String password) {
         } catch (SQLException e) {
             throw new IllegalStateException("cannot start the H2 TCP server", e);
         }
-        return new ShopDatabases(
-                "jdbc:h2:tcp://127.0.0.1:" + port + "/mem:shop;DB_CLOSE_DELAY=-1", "sa", "");
+        return new ShopDatabases("jdbc:h2:tcp://127.0.0.1:" + port + "/mem:shop;DB_CLOSE_DELAY=-1", "sa", "");
     }
 
     private static ShopDatabases postgres() {
         TestServices.JdbcEndpoint postgres = TestServices.postgres();
-        String schema = "lh_shop_" + UUID.randomUUID().toString().replace("-", "").substring(0, 12);
+        String schema =
+                "lh_shop_" + UUID.randomUUID().toString().replace("-", "").substring(0, 12);
         try (Connection c = DriverManager.getConnection(postgres.url(), postgres.user(), postgres.password());
                 Statement s = c.createStatement()) {
             s.execute("CREATE SCHEMA " + schema);

@@ -64,9 +64,7 @@ class ConfigurationReferenceTest {
         for (JsonNode property : properties) {
             String type = property.path("type").asString("");
             type = type.substring(type.lastIndexOf('.') + 1).replace('$', '.');
-            String defaultValue = property.has("defaultValue")
-                    ? "`" + text(property.get("defaultValue")) + "`"
-                    : "";
+            String defaultValue = property.has("defaultValue") ? "`" + text(property.get("defaultValue")) + "`" : "";
             String description = property.path("description")
                     .asString("")
                     .replaceAll("\\{@code ([^}]*)}", "`$1`")

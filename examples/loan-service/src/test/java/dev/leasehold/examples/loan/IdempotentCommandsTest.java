@@ -42,7 +42,9 @@ class IdempotentCommandsTest extends H2ServiceTest {
         assertThat(note(note).get("interestOutstanding").decimalValue())
                 .as("100.00 waived once, not 200.00")
                 .isEqualByComparingTo("20.00");
-        assertThat(waive(note, key, "5.00").status()).as("the key with another amount").isEqualTo(422);
+        assertThat(waive(note, key, "5.00").status())
+                .as("the key with another amount")
+                .isEqualTo(422);
     }
 
     @Test
@@ -60,8 +62,8 @@ class IdempotentCommandsTest extends H2ServiceTest {
     @Test
     void operatorCommandsNeedAnIdempotencyKey() {
         String note = open("12000.00", 12, today);
-        Api.Answer missing = api.operator(() -> api.post(
-                "/notes/" + note + "/interest-waivers", Map.of("amount", "1.00", "reason", "goodwill")));
+        Api.Answer missing = api.operator(
+                () -> api.post("/notes/" + note + "/interest-waivers", Map.of("amount", "1.00", "reason", "goodwill")));
         assertThat(missing.status()).isEqualTo(400);
         assertThat(missing.text()).contains("Idempotency-Key");
     }
@@ -77,7 +79,9 @@ class IdempotentCommandsTest extends H2ServiceTest {
         assertThat(same.status()).isEqualTo(200);
         assertThat(same.header("Repayment-Duplicate")).isEqualTo("true");
         Api.Answer settlement = api.settle(note, "T-1");
-        assertThat(settlement.status()).as("a settlement under a repayment's trade number").isEqualTo(422);
+        assertThat(settlement.status())
+                .as("a settlement under a repayment's trade number")
+                .isEqualTo(422);
         assertThat(note(note).get("status").asString()).isEqualTo("PARTIALLY_REPAID");
         assertThat(api.get("/notes/" + note + "/repayments").body()).hasSize(1);
     }
@@ -111,7 +115,11 @@ class IdempotentCommandsTest extends H2ServiceTest {
             pool.shutdownNow();
         }
         assertThat(api.get("/notes/" + note + "/repayments").body()).hasSize(1);
-        assertThat(api.get("/notes/" + note + "/conservation").body().get("holds").asBoolean()).isTrue();
+        assertThat(api.get("/notes/" + note + "/conservation")
+                        .body()
+                        .get("holds")
+                        .asBoolean())
+                .isTrue();
     }
 
     @Test
@@ -125,11 +133,14 @@ class IdempotentCommandsTest extends H2ServiceTest {
         assertThat(first.status()).isEqualTo(200);
         assertThat(retry.status()).as("a retry gets the result, not 409").isEqualTo(200);
         assertThat(retry.body()).isEqualTo(first.body());
-        assertThat(api.operator(() -> api.postKeyed(path, Map.of("reason", "bounced"), Api.newKey())).status())
+        assertThat(api.operator(() -> api.postKeyed(path, Map.of("reason", "bounced"), Api.newKey()))
+                        .status())
                 .as("another reversal of the same repayment")
                 .isEqualTo(409);
         Api.Answer again = api.repay(note, "T-1", "500.00");
-        assertThat(again.status()).as("a reversed trade number is not 'accepted'").isEqualTo(409);
+        assertThat(again.status())
+                .as("a reversed trade number is not 'accepted'")
+                .isEqualTo(409);
         assertThat(again.body().get("type").asString()).endsWith("/repayment-reversed");
         assertThat(note(note).get("principalOutstanding").decimalValue()).isEqualByComparingTo("12000.00");
     }

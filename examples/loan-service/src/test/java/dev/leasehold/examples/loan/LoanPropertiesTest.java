@@ -57,6 +57,7 @@ class LoanPropertiesTest {
     @AfterContainer
     static void stop() {
         System.out.println("loan properties: " + SEQUENCES.get() + " sequences, " + STEPS.get() + " steps, 0 failures");
+        TestClock.reset(); // the other test classes of this JVM start from today again
         if (app != null) {
             app.close();
         }
@@ -107,9 +108,18 @@ class LoanPropertiesTest {
                 net.jqwik.api.Tuple.of(3, Arbitraries.just(new PayInstalment())),
                 net.jqwik.api.Tuple.of(3, Arbitraries.just(new Duplicate())),
                 net.jqwik.api.Tuple.of(2, Arbitraries.integers().between(1, 500).map(Reuse::new)),
-                net.jqwik.api.Tuple.of(2, Combinators.combine(Arbitraries.integers().between(0, 9), Arbitraries.of(true, false)).as(Reverse::new)),
-                net.jqwik.api.Tuple.of(2, Combinators.combine(Arbitraries.integers().between(1, 110), Arbitraries.of(true, false)).as(Waive::new)),
-                net.jqwik.api.Tuple.of(2, Combinators.combine(Arbitraries.integers().between(1, 6), Arbitraries.of(true, false)).as(Extend::new)),
+                net.jqwik.api.Tuple.of(
+                        2,
+                        Combinators.combine(Arbitraries.integers().between(0, 9), Arbitraries.of(true, false))
+                                .as(Reverse::new)),
+                net.jqwik.api.Tuple.of(
+                        2,
+                        Combinators.combine(Arbitraries.integers().between(1, 110), Arbitraries.of(true, false))
+                                .as(Waive::new)),
+                net.jqwik.api.Tuple.of(
+                        2,
+                        Combinators.combine(Arbitraries.integers().between(1, 6), Arbitraries.of(true, false))
+                                .as(Extend::new)),
                 net.jqwik.api.Tuple.of(4, Arbitraries.just(new OverdueRun())),
                 net.jqwik.api.Tuple.of(6, Arbitraries.integers().between(1, 45).map(Advance::new)),
                 net.jqwik.api.Tuple.of(1, Arbitraries.of(true, false).map(Settle::new)),
@@ -196,72 +206,79 @@ class LoanPropertiesTest {
             expected = -1;
             answer = null;
             if (step instanceof Repay r) {
-                    BigDecimal owed = model.owed();
-                    BigDecimal amount = owed.multiply(BigDecimal.valueOf(r.percent()))
-                            .divide(BigDecimal.valueOf(100), 2, RoundingMode.DOWN)
-                            .max(new BigDecimal("0.01"));
-                    pay(amount, today);
-                } else if (step instanceof PayInstalment p) {
-                    BigDecimal due = instalmentDue(today);
-                    pay(due.signum() > 0 ? due : new BigDecimal("0.01"), today);
-                } else if (step instanceof Duplicate d) {
-                    if (lastTrade == null) {
-                        return;
+                BigDecimal owed = model.owed();
+                BigDecimal amount = owed.multiply(BigDecimal.valueOf(r.percent()))
+                        .divide(BigDecimal.valueOf(100), 2, RoundingMode.DOWN)
+                        .max(new BigDecimal("0.01"));
+                pay(amount, today);
+            } else if (step instanceof PayInstalment p) {
+                BigDecimal due = instalmentDue(today);
+                pay(due.signum() > 0 ? due : new BigDecimal("0.01"), today);
+            } else if (step instanceof Duplicate d) {
+                if (lastTrade == null) {
+                    return;
+                }
+                expected = model.repay(lastTrade, lastAmount, today);
+                answer = api.repay(note, lastTrade, lastAmount.toPlainString());
+                if (expected == 200) {
+                    assertThat(answer.header("Repayment-Duplicate")).isEqualTo("true");
+                }
+            } else if (step instanceof Reuse u) {
+                if (lastTrade == null) {
+                    return;
+                }
+                BigDecimal other = lastAmount.add(BigDecimal.valueOf(u.cents(), 2));
+                expected = model.repay(lastTrade, other, today);
+                answer = api.repay(note, lastTrade, other.toPlainString());
+            } else if (step instanceof Reverse v) {
+                if (trades.isEmpty()) {
+                    return;
+                }
+                String trade = trades.get(v.pick() % trades.size());
+                expected = model.reverse(trade, today);
+                command(
+                        "/notes/" + note + "/repayments/" + flowIds.get(trade) + "/reversal",
+                        Map.of("reason", "bounced"),
+                        v.retry());
+            } else if (step instanceof Waive w) {
+                BigDecimal waivable =
+                        model.open() ? model.penaltyOwed().add(interestOwedAfterEarning(today)) : BigDecimal.ZERO;
+                BigDecimal amount = waivable.multiply(BigDecimal.valueOf(w.percent()))
+                        .divide(BigDecimal.valueOf(100), 2, RoundingMode.DOWN)
+                        .max(new BigDecimal("0.01"));
+                expected = model.waive(amount, today);
+                command(
+                        "/notes/" + note + "/interest-waivers",
+                        Map.of("amount", amount.toPlainString(), "reason", "goodwill"),
+                        w.retry());
+            } else if (step instanceof Extend e) {
+                expected = model.extend(e.months(), today);
+                command("/notes/" + note + "/extension", Map.of("extraMonths", e.months()), e.retry());
+            } else if (step instanceof OverdueRun o) {
+                model.overdueRun(today, !penaltyDays.add(today));
+                expected = 200;
+                answer = api.overdueRun(today);
+            } else if (step instanceof Advance a) {
+                TestClock.advanceDays(a.days());
+                expected = -1;
+            } else if (step instanceof Settle s) {
+                String trade =
+                        "S" + trades.size() + "-" + UUID.randomUUID().toString().substring(0, 6);
+                expected = model.settle(trade, today);
+                answer = api.settle(note, trade);
+                if (expected == 200) {
+                    remember(trade);
+                    if (s.retry()) {
+                        Api.Answer again = api.settle(note, trade);
+                        assertThat(again.status()).isEqualTo(200);
+                        assertThat(again.header("Repayment-Duplicate")).isEqualTo("true");
+                        assertThat(again.body().get("flowId"))
+                                .isEqualTo(answer.body().get("flowId"));
                     }
-                    expected = model.repay(lastTrade, lastAmount, today);
-                    answer = api.repay(note, lastTrade, lastAmount.toPlainString());
-                    if (expected == 200) {
-                        assertThat(answer.header("Repayment-Duplicate")).isEqualTo("true");
-                    }
-                } else if (step instanceof Reuse u) {
-                    if (lastTrade == null) {
-                        return;
-                    }
-                    BigDecimal other = lastAmount.add(BigDecimal.valueOf(u.cents(), 2));
-                    expected = model.repay(lastTrade, other, today);
-                    answer = api.repay(note, lastTrade, other.toPlainString());
-                } else if (step instanceof Reverse v) {
-                    if (trades.isEmpty()) {
-                        return;
-                    }
-                    String trade = trades.get(v.pick() % trades.size());
-                    expected = model.reverse(trade, today);
-                    command("/notes/" + note + "/repayments/" + flowIds.get(trade) + "/reversal",
-                            Map.of("reason", "bounced"), v.retry());
-                } else if (step instanceof Waive w) {
-                    BigDecimal waivable = model.open() ? model.penaltyOwed().add(interestOwedAfterEarning(today)) : BigDecimal.ZERO;
-                    BigDecimal amount = waivable.multiply(BigDecimal.valueOf(w.percent()))
-                            .divide(BigDecimal.valueOf(100), 2, RoundingMode.DOWN)
-                            .max(new BigDecimal("0.01"));
-                    expected = model.waive(amount, today);
-                    command("/notes/" + note + "/interest-waivers",
-                            Map.of("amount", amount.toPlainString(), "reason", "goodwill"), w.retry());
-                } else if (step instanceof Extend e) {
-                    expected = model.extend(e.months(), today);
-                    command("/notes/" + note + "/extension", Map.of("extraMonths", e.months()), e.retry());
-                } else if (step instanceof OverdueRun o) {
-                    model.overdueRun(today, !penaltyDays.add(today));
-                    expected = 200;
-                    answer = api.overdueRun(today);
-                } else if (step instanceof Advance a) {
-                    TestClock.advanceDays(a.days());
-                    expected = -1;
-                } else if (step instanceof Settle s) {
-                    String trade = "S" + trades.size() + "-" + UUID.randomUUID().toString().substring(0, 6);
-                    expected = model.settle(trade, today);
-                    answer = api.settle(note, trade);
-                    if (expected == 200) {
-                        remember(trade);
-                        if (s.retry()) {
-                            Api.Answer again = api.settle(note, trade);
-                            assertThat(again.status()).isEqualTo(200);
-                            assertThat(again.header("Repayment-Duplicate")).isEqualTo("true");
-                            assertThat(again.body().get("flowId")).isEqualTo(answer.body().get("flowId"));
-                        }
-                    }
-                } else if (step instanceof WriteOff w) {
-                    expected = model.writeOff(today);
-                    command("/notes/" + note + "/write-off", Map.of("reason", "uncollectable"), w.retry());
+                }
+            } else if (step instanceof WriteOff w) {
+                expected = model.writeOff(today);
+                command("/notes/" + note + "/write-off", Map.of("reason", "uncollectable"), w.retry());
             }
         }
 
@@ -270,9 +287,11 @@ class LoanPropertiesTest {
             BigDecimal owed = model.interestOwed();
             for (int k = 0; k < model.instalments.size(); k++) {
                 ReferenceModel.Instalment i = model.instalments.get(k);
-                LocalDate begins = k == 0 ? model.start : model.instalments.get(k - 1).due.plusDays(1);
+                LocalDate begins =
+                        k == 0 ? model.start : model.instalments.get(k - 1).due.plusDays(1);
                 if (i.interest == null && !begins.isAfter(today)) {
-                    owed = owed.add(model.principalOwed().multiply(model.rate)
+                    owed = owed.add(model.principalOwed()
+                            .multiply(model.rate)
                             .divide(BigDecimal.valueOf(12), 2, RoundingMode.HALF_EVEN));
                 }
             }
@@ -285,11 +304,14 @@ class LoanPropertiesTest {
             BigDecimal due = view.at("/note/penaltyOutstanding").decimalValue();
             for (JsonNode line : view.get("schedule")) {
                 LocalDate date = LocalDate.parse(line.get("dueDate").asString());
-                BigDecimal unpaid = line.get("principalUnpaid").decimalValue().add(line.get("interestUnpaid").decimalValue());
+                BigDecimal unpaid = line.get("principalUnpaid")
+                        .decimalValue()
+                        .add(line.get("interestUnpaid").decimalValue());
                 if (date.isBefore(today)) {
                     due = due.add(unpaid);
                 } else if (unpaid.signum() > 0 || !line.get("interestEarned").asBoolean()) {
-                    if (line.get("interestEarned").asBoolean() || !LocalDate.parse(line.get("dueDate").asString()).isAfter(today)) {
+                    if (line.get("interestEarned").asBoolean()
+                            || !LocalDate.parse(line.get("dueDate").asString()).isAfter(today)) {
                         due = due.add(unpaid);
                     }
                     break;
@@ -299,7 +321,8 @@ class LoanPropertiesTest {
         }
 
         private void pay(BigDecimal amount, LocalDate today) {
-            String trade = "T" + trades.size() + "-" + UUID.randomUUID().toString().substring(0, 6);
+            String trade =
+                    "T" + trades.size() + "-" + UUID.randomUUID().toString().substring(0, 6);
             expected = model.repay(trade, amount, today);
             answer = api.repay(note, trade, amount.toPlainString());
             lastTrade = trade;
@@ -328,19 +351,31 @@ class LoanPropertiesTest {
 
         void check(Step step) {
             if (step != null && expected >= 0 && answer != null) {
-                assertThat(answer.status()).as("answer to %s: %s", step, answer.text()).isEqualTo(expected);
+                assertThat(answer.status())
+                        .as("answer to %s: %s", step, answer.text())
+                        .isEqualTo(expected);
             }
             JsonNode n = view().get("note");
             String context = "after " + step + " on " + today() + ": " + n;
-            assertThat(n.get("principalOutstanding").decimalValue()).as(context).isEqualByComparingTo(model.principalOwed());
-            assertThat(n.get("interestOutstanding").decimalValue()).as(context).isEqualByComparingTo(model.interestOwed());
-            assertThat(n.get("penaltyOutstanding").decimalValue()).as(context).isEqualByComparingTo(model.penaltyOwed());
+            assertThat(n.get("principalOutstanding").decimalValue())
+                    .as(context)
+                    .isEqualByComparingTo(model.principalOwed());
+            assertThat(n.get("interestOutstanding").decimalValue())
+                    .as(context)
+                    .isEqualByComparingTo(model.interestOwed());
+            assertThat(n.get("penaltyOutstanding").decimalValue())
+                    .as(context)
+                    .isEqualByComparingTo(model.penaltyOwed());
             assertThat(n.get("status").asString()).as(context).isEqualTo(model.status());
             for (String f : List.of("principalOutstanding", "interestOutstanding", "penaltyOutstanding")) {
-                assertThat(n.get(f).decimalValue().signum()).as("never negative: " + f).isGreaterThanOrEqualTo(0);
+                assertThat(n.get(f).decimalValue().signum())
+                        .as("never negative: " + f)
+                        .isGreaterThanOrEqualTo(0);
             }
             JsonNode conservation = api.get("/notes/" + note + "/conservation").body();
-            assertThat(conservation.get("holds").asBoolean()).as("conservation " + conservation).isTrue();
+            assertThat(conservation.get("holds").asBoolean())
+                    .as("conservation " + conservation)
+                    .isTrue();
             assertThat(conservation.get("charges").decimalValue()).as(context).isEqualByComparingTo(model.charges());
         }
     }

@@ -10,7 +10,7 @@ class PostgresRedisLoanStormTest extends AbstractLoanStormTest {
     @DynamicPropertySource
     static void postgresAndRedis(DynamicPropertyRegistry registry) {
         TestServices.JdbcEndpoint postgres = TestServices.postgres();
-        String schema = "loan_it";
+        String schema = "loan_storm";
         String url = postgres.url() + (postgres.url().contains("?") ? "&" : "?") + "currentSchema=" + schema;
         registry.add("spring.datasource.url", () -> url);
         registry.add("spring.datasource.username", postgres::user);
@@ -18,5 +18,7 @@ class PostgresRedisLoanStormTest extends AbstractLoanStormTest {
         registry.add("spring.flyway.schemas", () -> schema);
         registry.add("leasehold.backend", () -> "redis");
         registry.add("leasehold.redis.url", () -> TestServices.redis().uri());
+        registry.add("leasehold.redis.key-prefix", () -> "loan-it-" + java.util.UUID.randomUUID() + ":");
+        registry.add("leasehold.redis.command-timeout", () -> "2s");
     }
 }

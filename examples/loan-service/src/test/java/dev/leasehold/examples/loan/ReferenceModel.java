@@ -32,8 +32,14 @@ final class ReferenceModel {
     }
 
     /** A repayment the model accepted. */
-    record Flow(String trade, String kind, BigDecimal amount, BigDecimal penalty, BigDecimal interest,
-            BigDecimal principal, boolean reversed) {}
+    record Flow(
+            String trade,
+            String kind,
+            BigDecimal amount,
+            BigDecimal penalty,
+            BigDecimal interest,
+            BigDecimal principal,
+            boolean reversed) {}
 
     final BigDecimal loan;
     final BigDecimal rate;
@@ -233,8 +239,16 @@ final class ReferenceModel {
         if (open()) {
             earn(today);
         }
-        flows.put(trade, new Flow(flow.trade(), flow.kind(), flow.amount(), flow.penalty(), flow.interest(),
-                flow.principal(), true));
+        flows.put(
+                trade,
+                new Flow(
+                        flow.trade(),
+                        flow.kind(),
+                        flow.amount(),
+                        flow.penalty(),
+                        flow.interest(),
+                        flow.principal(),
+                        true));
         interestPaid = interestPaid.subtract(flow.interest());
         principalPaid = principalPaid.subtract(flow.principal());
         penaltyPaid = penaltyPaid.subtract(flow.penalty());
@@ -267,7 +281,9 @@ final class ReferenceModel {
         while (current < instalments.size() && today.isAfter(instalments.get(current).due)) {
             current++;
         }
-        if (overdue(today).signum() > 0 || current == instalments.size() || principalOwed().signum() == 0) {
+        if (overdue(today).signum() > 0
+                || current == instalments.size()
+                || principalOwed().signum() == 0) {
             refused.run();
             return 409;
         }
@@ -320,7 +336,10 @@ final class ReferenceModel {
 
     /** Principal + charges − accepted repayments: what conservation says is owed. */
     BigDecimal charges() {
-        return earnedInterest().add(penaltyCharged).subtract(interestWaived).subtract(penaltyWaived)
+        return earnedInterest()
+                .add(penaltyCharged)
+                .subtract(interestWaived)
+                .subtract(penaltyWaived)
                 .subtract(writtenOff);
     }
 }

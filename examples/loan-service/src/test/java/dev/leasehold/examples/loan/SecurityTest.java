@@ -23,7 +23,8 @@ class SecurityTest extends H2ServiceTest {
         String other = "o" + tenant;
         repository.insertTenant(other, "other tenant");
         LoanTestSupport.principals(users, other);
-        Api.Answer answer = new Api(port, tenant).as(other + "-app", other + "-app-pw").repay(note, "T-1", "5.00");
+        Api.Answer answer =
+                new Api(port, tenant).as(other + "-app", other + "-app-pw").repay(note, "T-1", "5.00");
         assertThat(answer.status()).isEqualTo(403);
         assertThat(api.get("/notes/" + note + "/repayments").body()).isEmpty();
     }
@@ -35,9 +36,11 @@ class SecurityTest extends H2ServiceTest {
                 "/notes/" + note + "/interest-waivers", Map.of("amount", "10.00", "reason", "x"), Api.newKey());
         assertThat(waiver.status()).as("a channel may not waive").isEqualTo(403);
         assertThat(api.post("/overdue-runs", Map.of()).status()).isEqualTo(403);
-        assertThat(api.postKeyed("/notes/" + note + "/write-off", Map.of("reason", "x"), Api.newKey()).status())
+        assertThat(api.postKeyed("/notes/" + note + "/write-off", Map.of("reason", "x"), Api.newKey())
+                        .status())
                 .isEqualTo(403);
-        assertThat(api.postKeyed("/notes/" + note + "/extension", Map.of("extraMonths", 1), Api.newKey()).status())
+        assertThat(api.postKeyed("/notes/" + note + "/extension", Map.of("extraMonths", 1), Api.newKey())
+                        .status())
                 .isEqualTo(403);
     }
 
@@ -50,10 +53,10 @@ class SecurityTest extends H2ServiceTest {
                 Api.newKey()));
         assertThat(waiver.status()).isEqualTo(200);
         String recorded = jdbc.queryForObject(
-                        "SELECT note FROM note_charge WHERE tenant_id = ? AND borrow_no = ? AND kind = 'WAIVER'",
-                        String.class,
-                        tenant,
-                        note);
+                "SELECT note FROM note_charge WHERE tenant_id = ? AND borrow_no = ? AND kind = 'WAIVER'",
+                String.class,
+                tenant,
+                note);
         assertThat(recorded).startsWith("by " + tenant + "-ops:").doesNotContain("mallory");
     }
 
@@ -67,7 +70,9 @@ class SecurityTest extends H2ServiceTest {
     @Test
     void theDegradeSwitchIsUsableByAnAdminOnly() {
         Map<String, String> bypass = Map.of("mode", "bypass", "reason", "test");
-        assertThat(api.operator(() -> api.post("/actuator/leaseholdmode", bypass)).status()).isEqualTo(403);
+        assertThat(api.operator(() -> api.post("/actuator/leaseholdmode", bypass))
+                        .status())
+                .isEqualTo(403);
         LoanSecurity.addUser(users, tenant + "-admin", "admin-pw", null, "ADMIN");
         Api admin = new Api(port, tenant).as(tenant + "-admin", "admin-pw");
         Api.Answer changed = admin.post("/actuator/leaseholdmode", bypass);
@@ -86,6 +91,10 @@ class SecurityTest extends H2ServiceTest {
         Api.Answer health = new Api(port, tenant).anonymous().getRaw("/actuator/health");
         assertThat(health.status()).isEqualTo(200);
         assertThat(health.body().at("/components/leasehold/status").asString()).isEqualTo("UP");
-        assertThat(new Api(port, tenant).anonymous().getRaw("/actuator/leasehold").status()).isEqualTo(401);
+        assertThat(new Api(port, tenant)
+                        .anonymous()
+                        .getRaw("/actuator/leasehold")
+                        .status())
+                .isEqualTo(401);
     }
 }

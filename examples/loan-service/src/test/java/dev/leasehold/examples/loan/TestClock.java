@@ -20,6 +20,10 @@ final class TestClock extends Clock {
         OFFSET_DAYS.addAndGet(days);
     }
 
+    static void reset() {
+        OFFSET_DAYS.set(0);
+    }
+
     static long offsetDays() {
         return OFFSET_DAYS.get();
     }

@@ -1,0 +1,255 @@
+package dev.leasehold.examples.loan;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.math.BigDecimal;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.nio.charset.StandardCharsets;
+import java.time.Duration;
+import java.time.LocalDate;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.CyclicBarrier;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
+import org.awaitility.Awaitility;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.MethodOrderer;
+import org.junit.jupiter.api.Order;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestMethodOrder;
+import org.springframework.beans.factory.annotation.Autowired;
+import org.springframework.boot.test.context.SpringBootTest;
+import org.springframework.boot.test.web.server.LocalServerPort;
+import org.springframework.context.annotation.Import;
+import org.springframework.security.provisioning.InMemoryUserDetailsManager;
+import org.springframework.test.context.DynamicPropertyRegistry;
+import org.springframework.test.context.DynamicPropertySource;
+
+/**
+ * The degrade switch (S2.14) when it is needed, and a lock store that is down: leases in a private
+ * {@code redis-server} this test starts and stops on a free loopback port (never the shared one).
+ * The service starts in bypass mode while that Redis is not running and takes repayments; races in
+ * bypass mode end in 409 or an idempotent answer, never a 500; an admin switches to enforce, and
+ * with Redis down every locked call fails fast with 503 and Retry-After while health says DOWN;
+ * when Redis comes back, so does the service.
+ */
+@SpringBootTest(
+        webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT,
+        properties = {
+            "loan.demo.enabled=false",
+            "loan.overdue.cron=-",
+            "spring.datasource.url=jdbc:h2:mem:loan-outage;DB_CLOSE_DELAY=-1",
+            "leasehold.backend=redis",
+            "leasehold.lock.mode=bypass",
+            "leasehold.redis.command-timeout=500ms",
+            "leasehold.health.timeout=700ms"
+        })
+@Import(LoanTestSupport.class)
+@TestMethodOrder(MethodOrderer.OrderAnnotation.class)
+class RedisOutageTest {
+
+    private static final int REDIS_PORT = freePort();
+    private static Process redis;
+
+    @DynamicPropertySource
+    static void privateRedis(DynamicPropertyRegistry registry) {
+        registry.add("leasehold.redis.url", () -> "redis://127.0.0.1:" + REDIS_PORT);
+        registry.add("leasehold.redis.key-prefix", () -> "loan-outage-" + UUID.randomUUID() + ":");
+    }
+
+    @LocalServerPort
+    int port;
+
+    @Autowired
+    LoanService loans;
+
+    @Autowired
+    LoanRepository repository;
+
+    @Autowired
+    InMemoryUserDetailsManager users;
+
+    Api api;
+    Api admin;
+    String tenant;
+
+    @BeforeEach
+    void tenant() {
+        tenant = "r" + UUID.randomUUID().toString().substring(0, 8);
+        repository.insertTenant(tenant, "outage tenant");
+        LoanTestSupport.principals(users, tenant);
+        LoanSecurity.addUser(users, tenant + "-admin", "admin-pw", null, "ADMIN");
+        api = new Api(port, tenant);
+        admin = new Api(port, tenant).as(tenant + "-admin", "admin-pw");
+    }
+
+    @AfterAll
+    static void stopRedis() {
+        if (redis != null) {
+            redis.destroyForcibly();
+        }
+    }
+
+    private String open(String customer) {
+        String borrowNo = "B" + UUID.randomUUID().toString().substring(0, 10).toUpperCase();
+        loans.open(
+                tenant,
+                borrowNo,
+                customer,
+                new BigDecimal("5000.00"),
+                new BigDecimal("0.12"),
+                12,
+                LocalDate.now().minusMonths(2));
+        return borrowNo;
+    }
+
+    private Api.Answer mode(String mode) {
+        return admin.post("/actuator/leaseholdmode", Map.of("mode", mode, "reason", "outage drill"));
+    }
+
+    @Test
+    @Order(1)
+    void bypassModeStartsAndTakesRepaymentsWhileRedisIsDown() {
+        assertThat(redis).as("the private Redis is not running yet").isNull();
+        String note = open("C1");
+        Api.Answer paid = api.repay(note, "T-1", "100.00");
+        assertThat(paid.status()).as(paid.text()).isEqualTo(200);
+        assertThat(api.get("/notes/" + note + "/conservation")
+                        .body()
+                        .get("holds")
+                        .asBoolean())
+                .isTrue();
+    }
+
+    @Test
+    @Order(2)
+    void racesInBypassModeEndIn409OrAnIdempotentAnswerNeverA500() throws Exception {
+        String a = open("C7");
+        String b = open("C7");
+        List<Supplier<Api.Answer>> calls = new ArrayList<>();
+        for (int i = 0; i < 4; i++) {
+            calls.add(() -> api.overdueRun(LocalDate.now()));
+            calls.add(() -> api.post(
+                    "/customers/C7/batch-settlement",
+                    Map.of("borrowNos", List.of(a, b), "channel", "COUNTER", "outTradeNo", "BATCH-1")));
+            calls.add(() -> api.repay(a, "T-SAME", "10.00"));
+        }
+        CyclicBarrier start = new CyclicBarrier(calls.size());
+        ExecutorService pool = Executors.newFixedThreadPool(calls.size());
+        try {
+            List<Future<Api.Answer>> answers = new ArrayList<>();
+            for (Supplier<Api.Answer> call : calls) {
+                answers.add(pool.submit(() -> {
+                    start.await();
+                    return call.get();
+                }));
+            }
+            for (Future<Api.Answer> answer : answers) {
+                Api.Answer got = answer.get(60, TimeUnit.SECONDS);
+                assertThat(got.status()).as(got.text()).isIn(200, 409, 422);
+            }
+        } finally {
+            pool.shutdownNow();
+        }
+        for (String n : List.of(a, b)) {
+            assertThat(api.get("/notes/" + n + "/conservation")
+                            .body()
+                            .get("holds")
+                            .asBoolean())
+                    .isTrue();
+        }
+    }
+
+    @Test
+    @Order(3)
+    void withRedisDownEnforcedCallsFailFastWith503AndHealthSaysDown() {
+        String note = open("C1");
+        assertThat(mode("enforce").status()).isEqualTo(200);
+        long started = System.nanoTime();
+        Api.Answer answer = api.repay(note, "T-2", "10.00");
+        long millis = (System.nanoTime() - started) / 1_000_000;
+        assertThat(answer.status()).as(answer.text()).isEqualTo(503);
+        assertThat(answer.header("Retry-After")).isNotBlank();
+        assertThat(millis)
+                .as("a bounded lock-store timeout, answered within about a second")
+                .isLessThan(2_500);
+        Api.Answer health = api.getRaw("/actuator/health");
+        assertThat(health.status()).isEqualTo(503);
+        assertThat(health.body().at("/components/leasehold/status").asString()).isEqualTo("DOWN");
+        assertThat(api.get("/notes/" + note + "/repayments").body())
+                .as("nothing booked")
+                .isEmpty();
+    }
+
+    @Test
+    @Order(4)
+    void whenRedisComesBackSoDoesTheService() throws Exception {
+        String note = open("C1");
+        redis = startRedis(REDIS_PORT);
+        Awaitility.await()
+                .atMost(Duration.ofSeconds(20))
+                .pollInterval(Duration.ofMillis(200))
+                .until(() -> api.repay(note, "T-3", "10.00").status() == 200);
+        assertThat(api.getRaw("/actuator/health")
+                        .body()
+                        .at("/components/leasehold/status")
+                        .asString())
+                .isEqualTo("UP");
+        assertThat(mode("bypass").status()).isEqualTo(200);
+        assertThat(mode("enforce").status()).isEqualTo(200);
+    }
+
+    private static int freePort() {
+        try (ServerSocket socket = new ServerSocket(0)) {
+            return socket.getLocalPort();
+        } catch (IOException e) {
+            throw new IllegalStateException(e);
+        }
+    }
+
+    private static Process startRedis(int port) throws Exception {
+        Process process = new ProcessBuilder(
+                        "redis-server",
+                        "--port",
+                        String.valueOf(port),
+                        "--bind",
+                        "127.0.0.1",
+                        "--save",
+                        "",
+                        "--appendonly",
+                        "no")
+                .redirectErrorStream(true)
+                .redirectOutput(ProcessBuilder.Redirect.DISCARD)
+                .start();
+        Awaitility.await()
+                .atMost(Duration.ofSeconds(10))
+                .pollInterval(Duration.ofMillis(50))
+                .until(() -> ping(port));
+        return process;
+    }
+
+    private static boolean ping(int port) {
+        try (Socket socket = new Socket("127.0.0.1", port)) {
+            OutputStream out = socket.getOutputStream();
+            out.write("PING\r\n".getBytes(StandardCharsets.US_ASCII));
+            out.flush();
+            InputStream in = socket.getInputStream();
+            byte[] buffer = new byte[7];
+            int read = in.read(buffer);
+            return read > 0 && new String(buffer, 0, read, StandardCharsets.US_ASCII).startsWith("+PONG");
+        } catch (IOException e) {
+            return false;
+        }
+    }
+}

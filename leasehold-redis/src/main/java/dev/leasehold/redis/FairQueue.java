@@ -1,0 +1,180 @@
+package dev.leasehold.redis;
+
+import dev.leasehold.LockKey;
+import io.lettuce.core.ScriptOutputType;
+import io.lettuce.core.api.sync.RedisScriptingCommands;
+import java.time.Duration;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * The fair mode of {@link RedisLeaseStore} ({@link RedisLeaseStore.Builder#fairQueue}): waiters of
+ * every process queue in Redis, per key, and a release hands the key to the first live waiter in the
+ * same script, waking only that waiter's store.
+ *
+ * <pre>
+ * {prefix}{key}:queue    ZSET owner -> arrival (server µs)
+ * {prefix}{key}:waiters  HASH owner -> '&lt;expires_ms&gt; &lt;wake channel&gt;'
+ * {prefix}wake:&lt;id&gt;     pub/sub channel of one store instance: '&lt;key channel&gt; r:&lt;fence&gt;'
+ * </pre>
+ *
+ * <p>A caller takes a place the second time it asks for a busy key with the same owner token (a
+ * waiter asks again; a single try, the HTTP 409 path, asks once and so never holds up the queue:
+ * {@code RedisFairQueueTest#aSingleTryTakesNoPlaceAndDoesNotBlockTheNextWaiter}), or at once when
+ * this store already waits for the key (it has a release subscription for it: the lock service
+ * subscribes only for waiters, and its fair local queue sends no single try to the store while
+ * one of its threads waits). The lock service asks with one token for all attempts of a wait.
+ * A place expires {@code queueTtl} after the owner last asked: a waiter that crashed, or gave up,
+ * holds the queue up for at most that long, even when the key was handed to it (the hand-off lasts
+ * the rest of its queue TTL until the waiter takes it with its next acquire).
+ *
+ * <p>One round trip per hand-off: the release's wake-up carries the grant (fence, TTL, server
+ * time, and the SHA-1 of the waiter's token, never the token). The waiter's store keeps it, and the
+ * waiter's next acquire is answered from it without asking Redis, with a validity counted from when
+ * the waiter last asked: the server handed the key over only after that ask, and the hand-off ends
+ * one queue TTL after it, so the local deadline is never later than the server's. The lock service
+ * renews such a short grant at half its validity, which makes it a full lease. Not with a replica
+ * acknowledgement (the take is then a write that is waited for).
+ */
+final class FairQueue {
+
+    static final Script ACQUIRE = Script.joined("fair-acquire", "fair-fence", "fair-acquire");
+    static final Script RELEASE = Script.joined("fair-release", "fair-fence", "fair-release");
+
+    private static final int MEMORY = 4096;
+
+    final String wakeChannel;
+    /** Whether the store's pub/sub connection listens on {@link #wakeChannel}; guarded by the store's subscription lock. */
+    boolean subscribed;
+
+    private final String queueTtlMillis;
+    private final long queueTtlNanos;
+    private final boolean pushedGrants;
+    /** Owners told "busy", with when they asked: their next ask keeps (or takes) a place. */
+    private final ConcurrentHashMap<String, Long> asked = new ConcurrentHashMap<>();
+    /** Hand-offs announced to this store, by the SHA-1 of the waiter's token. */
+    private final ConcurrentHashMap<String, Pushed> pushed = new ConcurrentHashMap<>();
+
+    private final AtomicLong lastPurge = new AtomicLong(System.nanoTime());
+
+    /** A hand-off announced by a wake-up, not yet taken. */
+    private record Pushed(String keyChannel, long fence, long grantedAtMicros, long ttlMillis, long receivedNanos) {}
+
+    FairQueue(String keyPrefix, Duration queueTtl, boolean pushedGrants) {
+        byte[] id = new byte[8];
+        ThreadLocalRandom.current().nextBytes(id);
+        this.wakeChannel = keyPrefix + "wake:" + HexFormat.of().formatHex(id);
+        this.queueTtlMillis = Long.toString(queueTtl.toMillis());
+        this.queueTtlNanos = queueTtl.toNanos();
+        this.pushedGrants = pushedGrants;
+    }
+
+    private static String[] keys(RedisKeys keys, LockKey key) {
+        String lease = keys.lease(key);
+        return new String[] {lease, keys.fence(key), lease + ":queue", lease + ":waiters"};
+    }
+
+    List<Object> acquire(
+            RedisScriptingCommands<String, String> redis,
+            RedisKeys keys,
+            LockKey key,
+            String owner,
+            String millis,
+            String counterTtl,
+            boolean waitedFor) {
+        long sent = System.nanoTime();
+        Long askedAt = asked.get(owner);
+        if (askedAt != null && !pushed.isEmpty()) {
+            List<Object> taken = takePushed(keys.channel(key), owner, askedAt, sent);
+            if (taken != null) {
+                asked.remove(owner);
+                return taken;
+            }
+        }
+        String join = askedAt != null || waitedFor ? "1" : "0";
+        List<Object> reply = ACQUIRE.run(
+                redis,
+                ScriptOutputType.MULTI,
+                keys(keys, key),
+                owner,
+                millis,
+                queueTtlMillis,
+                wakeChannel,
+                join,
+                counterTtl);
+        if (Long.valueOf(0).equals(reply.get(0))) {
+            remember(owner, sent);
+        } else {
+            asked.remove(owner);
+        }
+        return reply;
+    }
+
+    /**
+     * The reply of a granted acquire built from a pushed hand-off, or null. Valid until the waiter's
+     * last ask plus one queue TTL, which is no later than the server's end of the hand-off.
+     */
+    private List<Object> takePushed(String keyChannel, String owner, long askedAt, long now) {
+        Pushed grant = pushed.remove(Script.sha1(owner));
+        if (grant == null || !grant.keyChannel().equals(keyChannel)) {
+            return null;
+        }
+        long remainingMillis = Math.min(grant.ttlMillis(), (askedAt + queueTtlNanos - now) / 1_000_000);
+        if (remainingMillis < 1) {
+            return null; // too late to trust: let the script answer
+        }
+        long expiresAtMicros = grant.grantedAtMicros() + grant.ttlMillis() * 1000;
+        long replyAtMicros = expiresAtMicros - remainingMillis * 1000;
+        return List.of(1L, grant.fence(), remainingMillis, replyAtMicros / 1_000_000, replyAtMicros % 1_000_000, 0L);
+    }
+
+    Long release(
+            RedisScriptingCommands<String, String> redis,
+            RedisKeys keys,
+            LockKey key,
+            String owner,
+            String counterTtl) {
+        return RELEASE.run(redis, ScriptOutputType.INTEGER, keys(keys, key), owner, keys.channel(key), counterTtl);
+    }
+
+    private void remember(String owner, long sent) {
+        long last = lastPurge.get();
+        if ((asked.size() >= MEMORY || pushed.size() >= MEMORY)
+                && sent - last > queueTtlNanos / 4
+                && lastPurge.compareAndSet(last, sent)) {
+            // single tries that never came back, hand-offs never taken: forget those older than a
+            // queue TTL (a scan at most every quarter TTL, so a stream of single tries costs no scan
+            // per call)
+            asked.values().removeIf(at -> sent - at > queueTtlNanos);
+            pushed.values().removeIf(p -> sent - p.receivedNanos() > queueTtlNanos);
+        }
+        asked.put(owner, sent);
+    }
+
+    /**
+     * A message on the wake channel, {@code <key channel> r:<fence> <sha1 of waiter> <fence> <ttl ms>
+     * <time s> <time µs>}, as the key channel's own message {@code [key channel, "r:<fence>"]}; keeps
+     * the announced hand-off for the waiter's next acquire first.
+     */
+    String[] route(String message) {
+        String[] f = message.split(" ");
+        if (pushedGrants && f.length == 7) {
+            try {
+                pushed.put(
+                        f[2],
+                        new Pushed(
+                                f[0],
+                                Long.parseLong(f[3]),
+                                Long.parseLong(f[5]) * 1_000_000 + Long.parseLong(f[6]),
+                                Long.parseLong(f[4]),
+                                System.nanoTime()));
+            } catch (NumberFormatException e) {
+                // not a hand-off we understand: the waiter takes the key with the script instead
+            }
+        }
+        return new String[] {f[0], f[1]};
+    }
+}

@@ -1,0 +1,59 @@
+package dev.leasehold.spring;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import jakarta.servlet.http.HttpServletRequest;
+import java.lang.reflect.Method;
+import java.security.Principal;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.springframework.http.HttpHeaders;
+import org.springframework.http.RequestEntity;
+import org.springframework.mock.web.MockHttpServletRequest;
+
+/** The default scope and payload of {@link Idempotent} calls. */
+class IdempotentScopesTest {
+
+    @SuppressWarnings("unused")
+    static void pay(String account, HttpServletRequest request, Principal principal, HttpHeaders headers) {}
+
+    @SuppressWarnings("unused")
+    static void transfer(RequestEntity<String> request) {}
+
+    @Test
+    void theTenantAndThePrincipalQualifyTheScope() {
+        assertThat(IdempotentScopes.scope("Payments.pay", null, null)).isEqualTo("Payments.pay");
+        assertThat(IdempotentScopes.scope("Payments.pay", null, "alice")).isEqualTo("Payments.pay|user=alice");
+        assertThat(IdempotentScopes.scope("Payments.pay", "acme", "alice"))
+                .isEqualTo("Payments.pay|tenant=acme|user=alice");
+        assertThat(IdempotentScopes.scope("Payments.pay", null, "alice"))
+                .isNotEqualTo(IdempotentScopes.scope("Payments.pay", null, "bob"));
+    }
+
+    @Test
+    void aLongScopeKeepsItsStartAndStaysDistinctWithinTheColumn() {
+        String alice = IdempotentScopes.scope("Payments.pay", "t", "alice-" + "x".repeat(200));
+        String bob = IdempotentScopes.scope("Payments.pay", "t", "bob-" + "x".repeat(200));
+
+        assertThat(alice)
+                .hasSizeLessThanOrEqualTo(IdempotentScopes.MAX_SCOPE)
+                .startsWith("Payments.pay|tenant=t|user=alice");
+        assertThat(bob).hasSizeLessThanOrEqualTo(IdempotentScopes.MAX_SCOPE);
+        assertThat(alice).isNotEqualTo(bob);
+    }
+
+    @Test
+    void theDefaultPayloadLeavesOutWebInfrastructureAndKeepsARequestEntitysBody() throws Exception {
+        Method pay = getClass()
+                .getDeclaredMethod("pay", String.class, HttpServletRequest.class, Principal.class, HttpHeaders.class);
+        MockHttpServletRequest request = new MockHttpServletRequest();
+        Principal principal = () -> "alice";
+
+        assertThat(IdempotentScopes.payload(pay, new Object[] {"A1", request, principal, new HttpHeaders()}))
+                .containsExactly("A1");
+
+        Method transfer = getClass().getDeclaredMethod("transfer", RequestEntity.class);
+        RequestEntity<String> entity = RequestEntity.post("/t").body("{\"amount\":1}");
+        assertThat(IdempotentScopes.payload(transfer, new Object[] {entity})).isEqualTo(List.of("{\"amount\":1}"));
+    }
+}
