@@ -78,8 +78,8 @@ final class FairQueue {
      * Redis instead of taking a grant that no longer exists.
      */
     void forgetForced(String message) {
-        if (pushed.isEmpty()) {
-            return;
+        if (pushed.isEmpty() || message.startsWith("r:")) {
+            return; // nothing announced, or an ordinary release
         }
         String fence = message.startsWith("f:")
                 ? message.substring(2)
