@@ -78,6 +78,8 @@ public final class ProfileDriver {
         keys.add(run + "-held");
         contender.prepare(keys);
         Contender.Held held = busy ? contender.tryLock(run + "-held") : null;
+        // pairs by try-lock (no wait) instead of a waiting lock: the engine's uncontended paths differ
+        boolean noWait = Boolean.getBoolean("bench.noWait");
         AtomicLong operations = new AtomicLong();
         AtomicLong workerCpuAtEnd = new AtomicLong();
         com.sun.management.OperatingSystemMXBean os = (com.sun.management.OperatingSystemMXBean)
@@ -98,8 +100,9 @@ public final class ProfileDriver {
                                     throw new IllegalStateException("a held key was granted");
                                 }
                             } else {
+                                String key = run + "-" + thread + "-" + (i++ & 63);
                                 Contender.Held h =
-                                        contender.lock(run + "-" + thread + "-" + (i++ & 63), Duration.ofSeconds(5));
+                                        noWait ? contender.tryLock(key) : contender.lock(key, Duration.ofSeconds(5));
                                 h.unlock();
                             }
                             operations.incrementAndGet();

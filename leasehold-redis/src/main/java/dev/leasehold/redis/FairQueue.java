@@ -72,6 +72,29 @@ final class FairQueue {
         this.pushedGrants = pushedGrants;
     }
 
+    /**
+     * Drops an announced hand-off that a force-release removed (a key channel's {@code f:<fence>} or
+     * the store-wide {@code <fence>:<key>}, named by the removed grant's fence): its waiter then asks
+     * Redis instead of taking a grant that no longer exists.
+     */
+    void forgetForced(String message) {
+        if (pushed.isEmpty() || message.startsWith("r:")) {
+            return; // nothing announced, or an ordinary release
+        }
+        String fence = message.startsWith("f:")
+                ? message.substring(2)
+                : message.indexOf(':') > 0 ? message.substring(0, message.indexOf(':')) : null;
+        if (fence == null) {
+            return;
+        }
+        try {
+            long forced = Long.parseLong(fence);
+            pushed.values().removeIf(p -> p.fence() == forced);
+        } catch (NumberFormatException e) {
+            // not a force-release notice
+        }
+    }
+
     private static String[] keys(RedisKeys keys, LockKey key) {
         String lease = keys.lease(key);
         return new String[] {lease, keys.fence(key), lease + ":queue", lease + ":waiters"};

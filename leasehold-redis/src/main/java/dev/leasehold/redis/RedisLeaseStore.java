@@ -548,6 +548,9 @@ public final class RedisLeaseStore implements LeaseStore {
     }
 
     private void deliver(String channel, String message) {
+        if (fair != null) {
+            fair.forgetForced(message); // a hand-off removed by an operator is never taken from its wake-up
+        }
         CopyOnWriteArrayList<Subscription> list = byChannel.get(channel);
         if (list != null) {
             list.forEach(subscription -> subscription.fire(message));

@@ -255,6 +255,37 @@ class RedisFairQueueTest {
     }
 
     @Test
+    void aHandOffForceReleasedBeforeTheWaiterTookItIsNotTakenFromTheWakeUp() throws Exception {
+        LockKey key = newKey();
+        try (RedisLeaseStore a = fairStore(Duration.ofSeconds(10));
+                RedisLeaseStore b = fairStore(Duration.ofSeconds(10))) {
+            LinkedBlockingQueue<ReleaseNotice> atB = new LinkedBlockingQueue<>();
+            ReleaseSubscription waiting = b.subscribe(key, atB::add);
+            try {
+                assertThat(a.tryAcquire(key, "holder-a-000000000", LEASE)).isInstanceOf(AcquireResult.Granted.class);
+                assertThat(b.tryAcquire(key, "waiter-b-000000000", LEASE)).isInstanceOf(AcquireResult.Busy.class);
+                assertThat(a.release(key, "holder-a-000000000")).isTrue();
+                assertThat(atB.poll(5, TimeUnit.SECONDS)).isNotNull(); // the hand-off's wake-up
+                long handedFence = a.inspect(key).orElseThrow().fence();
+
+                assertThat(a.forceRelease(key)).isTrue(); // an operator removes the handed-off grant
+                ReleaseNotice forced = atB.poll(5, TimeUnit.SECONDS);
+                assertThat(forced).isNotNull();
+                assertThat(forced.forced()).isTrue();
+                // the key is free; b asks Redis and gets a NEW grant, never the removed one
+                AcquireResult taken = b.tryAcquire(key, "waiter-b-000000000", LEASE);
+
+                assertThat(taken).isInstanceOf(AcquireResult.Granted.class);
+                assertThat(((AcquireResult.Granted) taken).grant().fence()).isGreaterThan(handedFence);
+                assertThat(a.inspect(key).orElseThrow().fence())
+                        .isEqualTo(((AcquireResult.Granted) taken).grant().fence());
+            } finally {
+                waiting.close();
+            }
+        }
+    }
+
+    @Test
     void withoutItsWakeUpAWaiterTakesTheHandOffWithOneMoreRoundTrip() {
         LockKey key = newKey();
         try (RedisLeaseStore a = fairStore(Duration.ofSeconds(10));
