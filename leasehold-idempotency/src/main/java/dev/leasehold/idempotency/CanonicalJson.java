@@ -30,7 +30,10 @@ import java.util.TreeMap;
  *
  * <p>Invalid JSON (RFC 8259), trailing content, duplicate keys in one object, nesting deeper than
  * 1000 and unpaired surrogates (escaped or not: they have no UTF-8 form) are errors ({@link
- * IllegalArgumentException}), never a fingerprint of garbage. No JSON library is needed. Thread-safe.
+ * IllegalArgumentException}), never a fingerprint of garbage ({@code CanonicalJsonTest}). Version 1
+ * writes the same text as fingerprints had before they carried a version, so stored fingerprints
+ * without the prefix still match ({@code CanonicalJsonTest#versionOneTextIsTheTextBeforeVersions}).
+ * No JSON library is needed. Thread-safe.
  */
 public final class CanonicalJson {
 

@@ -32,14 +32,20 @@ import org.slf4j.LoggerFactory;
  *       SESSION_BUSY;
  *   <li>the work runs while its claim is renewed: every claim has its own heartbeat task on a
  *       pool, every third of the stale threshold, each UPDATE under a short lock timeout, so one
- *       blocked heartbeat never delays another; failures are counted ({@link #heartbeatFailures()})
- *       and logged. A heartbeat that finds the request taken over, or a claim not renewed before its
- *       local deadline (last renewal + stale threshold − a tenth), makes {@link
- *       RequestContext#assertOwned()} throw;
+ *       blocked heartbeat never delays another ({@code
+ *       AbstractExactlyOnceTest#heartbeatsDoNotStarveBehindALongEffectTransaction}); failures are
+ *       counted ({@link #heartbeatFailures()}) and logged. A heartbeat that finds the request taken
+ *       over, or a claim not renewed before its local deadline (last renewal + stale threshold − a
+ *       tenth), makes {@link RequestContext#assertOwned()} throw and refuses the SUCCESS mark
+ *       ({@code #claimThatCannotBeRenewedExpiresAndCannotCommitItsMark});
  *   <li>with {@link #executeInTransaction}, the SUCCESS mark is written in the work's own
  *       transaction, token- and fence-checked, and committed with the business write: a rollback
  *       leaves no SUCCESS, a taken-over execution cannot commit, and a failed commit is reported as
- *       {@link CommitOutcomeUnknownException} (a retry with the same key is safe);
+ *       {@link CommitOutcomeUnknownException} (a retry with the same key is safe: {@code
+ *       #commitThatFailsIsReportedAsUnknownAndTheRetryPaysOnce}, {@code
+ *       #commitWhoseReplyIsLostIsReportedAsUnknownAndTheRetryReplays}); a session lease lost after
+ *       committed work does not mark it ERROR ({@code
+ *       #sessionLeaseLostAfterCommittedWorkDoesNotMarkItError});
  *   <li>the session lease is released in {@code finally}, on every path.
  * </ol>
  *
@@ -297,6 +303,7 @@ public final class IdempotentExecutor implements AutoCloseable {
                 throw e;
             }
             // The work is done: a lease lost now must not mark it ERROR (a retry would run it again).
+            execution.marked = true;
             execution.stopHeartbeat();
             records.complete(execution.handle, response);
             execution.settled = true;

@@ -38,13 +38,15 @@ import javax.sql.DataSource;
  * own the record can change nothing: a duplicate submit never disturbs the owner. {@link
  * #completeInTransaction} runs that UPDATE in the caller's own transaction, so the SUCCESS mark
  * and the business write commit together or not at all, and a taken-over execution cannot commit
- * either. Staleness is judged by the database clock (B5). Keys are checked by {@link
- * IdempotencyKeys}. A missing table is reported as {@link IdempotencySchemaMissingException}.
+ * either ({@code AbstractExactlyOnceTest#rollbackOfTheCallersTransactionLeavesNoReceipt},
+ * {@code #takenOverExecutionCannotCommitItsBusinessWrite}). Staleness is judged by the database
+ * clock (B5). Keys are checked by {@link IdempotencyKeys}. A missing table is reported as {@link
+ * IdempotencySchemaMissingException} ({@code AbstractIdempotencyTest#missingTableIsNamedWithItsMigration}).
  * Thread-safe.
  */
 public final class RequestRecords {
 
-    private static final Pattern FINGERPRINT = Pattern.compile("v1:[0-9a-f]{64}");
+    private static final Pattern FINGERPRINT = Pattern.compile("(v1:)?[0-9a-f]{64}");
 
     private final DataSource dataSource;
     private final Database database;
@@ -105,7 +107,8 @@ public final class RequestRecords {
      * @param scope whose key space this is (a chat session, tenant and caller), 1 to 128 characters
      * @param clientKey the client's idempotency key, see {@link IdempotencyKeys#check}
      * @param fingerprint {@code v1:} and the SHA-256 (hex) of the canonical payload, see {@link
-     *     CanonicalJson#fingerprint}
+     *     CanonicalJson#fingerprint}; or 64 lower-case hex characters without a version (a digest the
+     *     caller makes itself, compared as given)
      * @throws InvalidIdempotencyKeyException naming the rule a key breaks
      * @throws IllegalArgumentException naming another malformed argument
      */
@@ -114,7 +117,8 @@ public final class RequestRecords {
         IdempotencyKeys.check(clientKey);
         if (fingerprint == null || !FINGERPRINT.matcher(fingerprint).matches()) {
             throw new IllegalArgumentException(
-                    "fingerprint must be 'v1:' and 64 lower-case hex characters (CanonicalJson.fingerprint), was "
+                    "fingerprint must be 'v1:' and 64 lower-case hex characters (CanonicalJson.fingerprint),"
+                            + " or 64 lower-case hex characters, was "
                             + fingerprint);
         }
         for (int attempt = 0; attempt < 5; attempt++) {
@@ -313,8 +317,9 @@ public final class RequestRecords {
     /**
      * Undoes a claim that cannot go ahead (S1.6), before its work wrote anything: a retry or
      * take-over gets back every field the claim changed (status, token, fence, heartbeat, error
-     * text, expiry), so its real owner is not disturbed and the record stays purgeable; a new record
-     * is marked ERROR so that a resubmit can retry it.
+     * text, expiry), so its real owner is not disturbed and the record stays purgeable ({@code
+     * AbstractIdempotencyTest#giveBackRestoresEveryFieldTheClaimChanged}); a new record is marked
+     * ERROR so that a resubmit can retry it.
      *
      * @return false if the record is no longer this claimant's
      */
@@ -356,7 +361,8 @@ public final class RequestRecords {
     /**
      * Deletes at most {@code limit} records, with their side effects: completed ones past their
      * retention, and PROCESSING ones whose heartbeat stopped longer than {@link #abandonedAfter()}
-     * ago (their execution crashed). A live PROCESSING record is never touched.
+     * ago (their execution crashed). A live PROCESSING record is never touched ({@code
+     * AbstractIdempotencyTest#purgeRemovesAbandonedProcessingRecordsButNotLiveOrRetainedOnes}).
      *
      * @return how many requests were deleted
      */

@@ -4,12 +4,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
-import com.zaxxer.hikari.HikariDataSource;
 import dev.leasehold.LockKey;
 import dev.leasehold.LockService;
 import dev.leasehold.jdbc.Database;
 import dev.leasehold.jdbc.FencedUpdate;
-import dev.leasehold.jdbc.JdbcLeaseStore;
 import dev.leasehold.testkit.TestServices;
 import java.io.File;
 import java.nio.file.Path;
@@ -20,9 +18,7 @@ import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
-import java.util.Map;
 import java.util.UUID;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -51,19 +47,13 @@ abstract class AbstractExactlyOnceTest {
 
     protected abstract Database database();
 
-    private static final Map<String, HikariDataSource> POOLS = new ConcurrentHashMap<>();
-
     protected DataSource dataSource() {
-        TestServices.JdbcEndpoint endpoint = endpoint();
-        return POOLS.computeIfAbsent(
-                endpoint.url(),
-                url -> AbstractIdempotencyTest.pool(url, endpoint.user(), endpoint.password(), database()));
+        return Stack.pooled(endpoint(), database());
     }
 
-    @AfterAll
+    @org.junit.jupiter.api.AfterAll
     static void closePools() {
-        POOLS.values().forEach(HikariDataSource::close);
-        POOLS.clear();
+        Stack.closePools();
     }
 
     private static final Duration STALE = Duration.ofMillis(900);
@@ -72,29 +62,23 @@ abstract class AbstractExactlyOnceTest {
     private SideEffects effects;
     private LockService locks;
     private IdempotentExecutor executor;
+    private Stack stack;
 
     @BeforeEach
     void open() {
         scope = "pay-" + UUID.randomUUID();
-        records = RequestRecords.builder(dataSource())
-                .database(database())
-                .staleAfter(STALE)
-                .build();
-        effects = SideEffects.builder(dataSource())
-                .database(database())
-                .staleAfter(STALE)
-                .build();
-        locks = LockService.builder(JdbcLeaseStore.builder(dataSource())
-                        .database(database())
-                        .build())
-                .build();
-        executor = new IdempotentExecutor(records, locks);
+        stack = Stack.open(dataSource(), database(), STALE);
+        records = stack.records();
+        effects = stack.effects();
+        locks = stack.locks();
+        executor = stack.executor();
     }
 
     @AfterEach
     void close() {
-        executor.close();
-        locks.close();
+        if (stack != null) {
+            stack.close();
+        }
     }
 
     private IdempotentExecutor.Submission submission(String key) {

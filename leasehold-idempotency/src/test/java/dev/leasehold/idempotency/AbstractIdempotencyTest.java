@@ -12,7 +12,6 @@ import dev.leasehold.LockKey;
 import dev.leasehold.LockOwner;
 import dev.leasehold.LockService;
 import dev.leasehold.jdbc.Database;
-import dev.leasehold.jdbc.JdbcLeaseStore;
 import dev.leasehold.testkit.TestServices;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -24,7 +23,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.UUID;
-import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CyclicBarrier;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
@@ -49,18 +47,13 @@ abstract class AbstractIdempotencyTest {
 
     protected abstract Database database();
 
-    private static final Map<String, HikariDataSource> POOLS = new ConcurrentHashMap<>();
-
     protected DataSource dataSource() {
-        TestServices.JdbcEndpoint endpoint = endpoint();
-        return POOLS.computeIfAbsent(
-                endpoint.url(), url -> pool(url, endpoint.user(), endpoint.password(), database()));
+        return Stack.pooled(endpoint(), database());
     }
 
     @org.junit.jupiter.api.AfterAll
     static void closePools() {
-        POOLS.values().forEach(HikariDataSource::close);
-        POOLS.clear();
+        Stack.closePools();
     }
 
     /**
@@ -82,6 +75,7 @@ abstract class AbstractIdempotencyTest {
     private SideEffects effects;
     private LockService locks;
     private IdempotentExecutor executor;
+    private Stack stack;
 
     static HikariDataSource pool(String url, String user, String password, Database database) {
         HikariConfig config = new HikariConfig();
@@ -108,26 +102,17 @@ abstract class AbstractIdempotencyTest {
     @BeforeEach
     void open() {
         scope = "session-" + UUID.randomUUID();
-        records = RequestRecords.builder(dataSource())
-                .database(database())
-                .staleAfter(stale)
-                .build();
-        effects = SideEffects.builder(dataSource())
-                .database(database())
-                .staleAfter(stale)
-                .build();
-        locks = LockService.builder(JdbcLeaseStore.builder(dataSource())
-                        .database(database())
-                        .build())
-                .build();
-        executor = new IdempotentExecutor(records, locks);
+        stack = Stack.open(dataSource(), database(), stale);
+        records = stack.records();
+        effects = stack.effects();
+        locks = stack.locks();
+        executor = stack.executor();
     }
 
     @AfterEach
     void close() {
-        if (executor != null) {
-            executor.close();
-            locks.close();
+        if (stack != null) {
+            stack.close();
         }
     }
 
