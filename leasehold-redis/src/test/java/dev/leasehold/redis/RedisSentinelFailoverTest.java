@@ -17,7 +17,7 @@ import org.junit.jupiter.api.Timeout;
 
 /**
  * Sentinel failovers in the middle of a contended run ({@link FailoverRun}): a master, a replica and
- * three sentinels (quorum 2, master down after 3 s) of the test's own on loopback ports; the master
+ * three sentinels (quorum 2, master down after 1 s) of the test's own on loopback ports; the master
  * is killed with {@code SIGKILL} while leases are held, the sentinels promote the replica, the old
  * master comes back as its replica, and the same is done the other way round.
  */
@@ -44,9 +44,7 @@ class RedisSentinelFailoverTest {
         processes[1] = replicaOf(1, nodes[0]);
         for (int i = 0; i < sentinels.length; i++) {
             sentinels[i] = LocalRedis.freePortPair();
-            // Down after 3 s: a replica resumed from SIGSTOP and promoted at once must not be judged
-            // down again by a sentinel whose last answer from it dates from the pause.
-            redis.sentinel(sentinels[i], nodes[0], MASTER_NAME, 2, Duration.ofSeconds(3));
+            redis.sentinel(sentinels[i], nodes[0], MASTER_NAME, 2, Duration.ofSeconds(1));
         }
         // Each sentinel knows the replica and the two other sentinels before the run starts.
         redis.await("every sentinel to know the replica and the other sentinels", Duration.ofSeconds(60), () -> {
