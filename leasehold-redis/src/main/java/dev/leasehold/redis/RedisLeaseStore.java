@@ -237,7 +237,10 @@ public final class RedisLeaseStore implements LeaseStore {
      * LockKey#withHashTag hash tag} share a slot), taken in the order of the batch's keys. Each
      * script grants all its keys or none, atomically; when a later slot's key is busy, what the
      * earlier scripts granted is released again, so the batch is still all or nothing (tests:
-     * {@code RedisBatchTest}).
+     * {@code LeaseStoreConformance.aStoreBatchIsGrantedWhollyOrNotAtAll}, {@code
+     * RedisClusterConformanceTest.aBatchAcrossSlotsIsOneScriptPerSlotAndAllOrNothing}). A batch refused for want of a replica acknowledgement undoes only
+     * its new grants; leases the owner held before are kept ({@code
+     * RedisReplicaAcknowledgementTest.aBatchNotAcknowledgedKeepsTheLeasesItsOwnerHeldBefore}).
      */
     @Override
     public BatchAcquireResult tryAcquireAll(List<LockKey> batch, String owner, Duration leaseFor) {
@@ -251,8 +254,12 @@ public final class RedisLeaseStore implements LeaseStore {
             try {
                 reply = acquireGroup(group, owner, millis);
             } catch (RuntimeException e) {
-                // the failed script may have been applied: release its keys with the fresh ones
-                releaseQuietly(group, owner, e);
+                // An acknowledgement shortfall has already undone the group's new grants and kept
+                // what the owner held before. Any other failure leaves the group's outcome unknown:
+                // its keys are not released, since one may be a lease the owner held before the
+                // call (a re-entry); a grant the caller was not told of expires with leaseFor, as
+                // after a single acquire whose reply is lost. The earlier groups' new grants are
+                // known, and released.
                 releaseQuietly(fresh, owner, e);
                 throw e;
             }
