@@ -122,7 +122,7 @@ abstract class AbstractExactlyOnceTest {
         AtomicInteger runs = new AtomicInteger();
         IdempotentExecutor.Outcome retry = retryUntilAnswered("k-after", pay(runs));
         System.out.printf(
-                "crash after commit (%s): retry answered %d ms after the child started, replayed=%s, runs=%d,"
+                "[crash %s] halted after commit: retry answered %d ms after the child started, replayed=%s, runs=%d,"
                         + " payments=%d%n",
                 database().id(),
                 TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started),
@@ -407,7 +407,7 @@ abstract class AbstractExactlyOnceTest {
             pool.shutdown();
             assertThat(pool.awaitTermination(30, TimeUnit.SECONDS)).isTrue();
             System.out.printf(
-                    "heartbeat starvation (%s): stale-after %d ms, long transaction %d ms, %d resubmits answered in"
+                    "[starvation %s] stale-after %d ms, long transaction %d ms, %d resubmits answered in"
                             + " progress, payment runs %d, payments %d, heartbeat failures %d%n",
                     database().id(),
                     STALE.toMillis(),
