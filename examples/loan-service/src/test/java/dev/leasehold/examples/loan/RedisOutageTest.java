@@ -84,6 +84,9 @@ class RedisOutageTest {
     @Autowired
     ConcurrencyProbe probe;
 
+    @Autowired
+    org.springframework.jdbc.core.JdbcTemplate jdbc;
+
     Api api;
     Api admin;
     String tenant;
@@ -190,8 +193,54 @@ class RedisOutageTest {
         }
     }
 
+    /**
+     * Concurrent overdue runs in bypass mode: each note is charged the day's penalty once, and the
+     * runs that lose the race for the charge's unique key count the note as done, never as failed.
+     */
     @Test
     @Order(3)
+    void concurrentOverdueRunsInBypassModeChargeEachNoteOnceAndFailNone() throws Exception {
+        List<String> notes = List.of(open("C8"), open("C8"), open("C8"));
+        int runs = 4;
+        probe.delay(Duration.ofMillis(100)); // the runs overlap inside each note
+        CyclicBarrier start = new CyclicBarrier(runs);
+        ExecutorService pool = Executors.newFixedThreadPool(runs);
+        try {
+            List<Future<Api.Answer>> answers = new ArrayList<>();
+            for (int i = 0; i < runs; i++) {
+                answers.add(pool.submit(() -> {
+                    start.await();
+                    return api.overdueRun(LocalDate.now());
+                }));
+            }
+            for (Future<Api.Answer> answer : answers) {
+                Api.Answer got = answer.get(60, TimeUnit.SECONDS);
+                assertThat(got.status()).as(got.text()).isEqualTo(200);
+                assertThat(got.body().get("failures")).as(got.text()).isEmpty();
+                assertThat(got.body().get("processed").asInt()).isEqualTo(notes.size());
+            }
+        } finally {
+            probe.delay(Duration.ZERO);
+            pool.shutdownNow();
+        }
+        for (String n : notes) {
+            assertThat(jdbc.queryForObject(
+                            "SELECT COUNT(*) FROM note_charge WHERE tenant_id = ? AND borrow_no = ? AND kind = 'PENALTY'",
+                            Integer.class,
+                            tenant,
+                            n))
+                    .as("one penalty for the day on " + n)
+                    .isEqualTo(1);
+            assertThat(api.get("/notes/" + n + "/conservation")
+                            .body()
+                            .get("holds")
+                            .asBoolean())
+                    .isTrue();
+        }
+    }
+
+    @Test
+    @Order(4)
     void withRedisDownEnforcedCallsFailFastWith503AndHealthSaysDown() {
         String note = open("C1");
         assertThat(mode("enforce").status()).isEqualTo(200);
@@ -212,7 +261,7 @@ class RedisOutageTest {
     }
 
     @Test
-    @Order(4)
+    @Order(5)
     void whenRedisComesBackSoDoesTheService() throws Exception {
         String note = open("C1");
         redis = startRedis(REDIS_PORT);
@@ -230,7 +279,7 @@ class RedisOutageTest {
     }
 
     @Test
-    @Order(5)
+    @Order(6)
     void repaymentsToNotesThatDoNotExistLeaveNothingInRedis() throws Exception {
         String note = open("C1");
         assertThat(api.repay(note, "T-4", "10.00").status()).isEqualTo(200);
