@@ -40,6 +40,7 @@ class LoanPropertiesTest {
     private static int port;
     static final AtomicLong STEPS = new AtomicLong();
     static final AtomicLong SEQUENCES = new AtomicLong();
+    static final AtomicLong FAILURES = new AtomicLong();
 
     @BeforeContainer
     static void start() {
@@ -56,7 +57,8 @@ class LoanPropertiesTest {
 
     @AfterContainer
     static void stop() {
-        System.out.println("loan properties: " + SEQUENCES.get() + " sequences, " + STEPS.get() + " steps, 0 failures");
+        System.out.println("loan properties: " + SEQUENCES.get() + " sequences, " + STEPS.get() + " steps, "
+                + FAILURES.get() + " failures");
         TestClock.reset(); // the other test classes of this JVM start from today again
         if (app != null) {
             app.close();
@@ -131,13 +133,18 @@ class LoanPropertiesTest {
 
     @Property(seed = "20260115")
     void theServiceKeepsTheBooksTheRulesSay(@ForAll("loans") Loan loan, @ForAll("steps") List<Step> steps) {
-        Run run = new Run(loan);
-        for (Step step : steps) {
-            run.apply(step);
-            run.check(step);
-            STEPS.incrementAndGet();
+        try {
+            Run run = new Run(loan);
+            for (Step step : steps) {
+                run.apply(step);
+                run.check(step);
+                STEPS.incrementAndGet();
+            }
+            SEQUENCES.incrementAndGet();
+        } catch (AssertionError e) {
+            FAILURES.incrementAndGet(); // shrinking's tries included
+            throw e;
         }
-        SEQUENCES.incrementAndGet();
     }
 
     /** A borrower who pays each instalment on its due date is never OVERDUE and never pays a penalty. */
@@ -180,6 +187,9 @@ class LoanPropertiesTest {
         Api.Answer answer;
 
         Run(Loan loan) {
+            // Every try starts on the real date: a seed and a sample replay the same try, and
+            // shrinking works on a failure that the business date of earlier tries does not hide.
+            TestClock.reset();
             String tenant = "p" + UUID.randomUUID().toString().substring(0, 8);
             app.getBean(LoanRepository.class).insertTenant(tenant, "property tenant");
             LoanTestSupport.principals(app.getBean(InMemoryUserDetailsManager.class), tenant);
@@ -218,10 +228,22 @@ class LoanPropertiesTest {
                 if (lastTrade == null) {
                     return;
                 }
+                boolean seen = model.flows.containsKey(lastTrade);
                 expected = model.repay(lastTrade, lastAmount, today);
                 answer = api.repay(note, lastTrade, lastAmount.toPlainString());
-                if (expected == 200) {
-                    assertThat(answer.header("Repayment-Duplicate")).isEqualTo("true");
+                if (expected == 200 && !seen) {
+                    // refused before (e.g. above what was owed then), accepted now as a first payment
+                    assertThat(answer.header("Repayment-Duplicate"))
+                            .as("a first acceptance of %s: %s", lastTrade, answer.text())
+                            .isNull();
+                    remember(lastTrade);
+                } else if (expected == 200) {
+                    assertThat(answer.status())
+                            .as("duplicate of %s %s: %s", lastTrade, lastAmount, answer.text())
+                            .isEqualTo(200);
+                    assertThat(answer.header("Repayment-Duplicate"))
+                            .as("duplicate of %s %s: %s", lastTrade, lastAmount, answer.text())
+                            .isEqualTo("true");
                 }
             } else if (step instanceof Reuse u) {
                 if (lastTrade == null) {
