@@ -6,10 +6,8 @@ import java.math.BigDecimal;
 import java.math.RoundingMode;
 import java.time.LocalDate;
 import java.util.ArrayList;
-import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.atomic.AtomicLong;
 import net.jqwik.api.Arbitraries;
@@ -178,7 +176,6 @@ class LoanPropertiesTest {
         final Api api;
         final String note;
         final ReferenceModel model;
-        final Set<LocalDate> penaltyDays = new HashSet<>();
         final List<String> trades = new ArrayList<>();
         final Map<String, String> flowIds = new java.util.HashMap<>();
         String lastTrade;
@@ -277,7 +274,7 @@ class LoanPropertiesTest {
                 expected = model.extend(e.months(), today);
                 command("/notes/" + note + "/extension", Map.of("extraMonths", e.months()), e.retry());
             } else if (step instanceof OverdueRun o) {
-                model.overdueRun(today, !penaltyDays.add(today));
+                model.overdueRun(today);
                 expected = 200;
                 answer = api.overdueRun(today);
             } else if (step instanceof Advance a) {
