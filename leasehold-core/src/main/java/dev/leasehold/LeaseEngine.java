@@ -257,9 +257,9 @@ final class LeaseEngine implements LockService {
                             LeaseEventType.WAITING, key, store.name(), null, 0, Duration.ZERO, null, null, null));
                 }
                 if (queue.claimSubscription()) {
-                    if (subscribe(queue, deadline)) {
-                        continue; // try again now that no release can be missed
-                    }
+                    // Once active, the subscription wakes the waiters to try again: no release
+                    // between their last try and the subscription is missed.
+                    subscribe(queue, deadline);
                 }
                 long left = deadline - ticker.nanos();
                 if (left <= 0) {
@@ -369,8 +369,7 @@ final class LeaseEngine implements LockService {
         if (ownerToken == null) {
             return LockOwner.randomToken();
         }
-        String base =
-                ownerToken.length() > MAX_TOKEN - SUFFIX ? ownerToken.substring(0, MAX_TOKEN - SUFFIX) : ownerToken;
+        String base = ownerToken.substring(0, Math.min(ownerToken.length(), MAX_TOKEN - SUFFIX));
         return base + "."
                 + HexFormat.of().toHexDigits(ThreadLocalRandom.current().nextLong());
     }
@@ -470,6 +469,11 @@ final class LeaseEngine implements LockService {
             releaseAmbiguous(holderKey.key(), grantToken);
             throw e;
         }
+    }
+
+    /** How many holder slots are tracked: one per holder and key with a lease or an attempt in progress. */
+    int holderSlots() {
+        return holders.size();
     }
 
     /** Forgets a slot that holds no lease; the caller holds its lock. */
@@ -925,11 +929,10 @@ final class LeaseEngine implements LockService {
     }
 
     /**
-     * Subscribes to the queue's key on a worker, waiting until the deadline at most.
-     *
-     * @return whether the subscription is active now
+     * Subscribes to the queue's key on a worker, waiting until the deadline at most; the
+     * subscription, when it arrives (also later), wakes the queue's waiters.
      */
-    private boolean subscribe(WaitQueue queue, long deadline) throws InterruptedException {
+    private void subscribe(WaitQueue queue, long deadline) throws InterruptedException {
         LockKey key = queue.key;
         StoreCall<ReleaseSubscription> call =
                 StoreCall.start(calls, () -> store.subscribe(key, notice -> handOff(() -> wake(key))), orphan -> {
@@ -940,17 +943,16 @@ final class LeaseEngine implements LockService {
                     }
                 });
         if (!call.await(parking, deadline)) {
-            return false;
+            return;
         }
         if (call.failure() != null) {
             if (call.failure() instanceof Error error) {
                 throw error;
             }
             log.warn("could not subscribe to releases of {}; waiters poll instead", key, call.failure());
-            return false;
+            return;
         }
         queue.subscriptionArrived(call.value());
-        return true;
     }
 
     private boolean hasWaiters(LockKey key) {

@@ -72,12 +72,18 @@ public final class VirtualThreadWaiters {
                 })
                 .build()) {
             CountDownLatch everyoneWaits = new CountDownLatch(1);
+            CountDownLatch held = new CountDownLatch(1);
             Future<?> holder = virtual.submit(() -> {
                 try (Lease lease = locks.acquire(key, LeaseOptions.defaults())) {
+                    held.countDown();
                     everyoneWaits.await();
                     return lease.fence();
                 }
             });
+            // The holder first: once waiters queue, a fair service refuses a newcomer that does not wait.
+            if (!held.await(30, TimeUnit.SECONDS)) {
+                throw new IllegalStateException("the holder did not get the key");
+            }
             LeaseOptions wait = LeaseOptions.defaults().withWait(Duration.ofSeconds(60));
             List<Future<Long>> results = new ArrayList<>();
             for (int i = 0; i < waiters; i++) {
