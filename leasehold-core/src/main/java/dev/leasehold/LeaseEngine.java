@@ -55,11 +55,14 @@ import org.slf4j.LoggerFactory;
  * </ul>
  *
  * <p>Waiting: the caller joins the key's FIFO queue in this JVM; the head (any waiter, when not
- * fair) tries the store; when busy, the first waiter subscribes to the key's release notices and
- * everyone tries again once the subscription is active (a release between the try and the
- * subscription would otherwise be missed); then it sleeps until a release wakes it (local, or
- * notified by the store), until the holder's lease ends by the store's last report, or until the
- * bounded poll interval passes. A head that leaves without the key passes its turn on.
+ * fair) tries the store ({@code LeaseEngineTest.Waiting#waitersInOneProcessAreServedInArrivalOrder},
+ * {@code LeaseEngineScheduleTest#inFairModeOnlyTheHeadAsksTheStoreAndAQueuedWaiterGivesUpAtItsOwnBound});
+ * when busy, the first waiter subscribes to the key's release notices and everyone tries again
+ * once the subscription is active (a release between the try and the subscription would otherwise
+ * be missed: {@code #aReleaseJustBeforeTheSubscriptionTakesEffectIsNotMissed}); then it sleeps
+ * until a release wakes it (local, or notified by the store), until the holder's lease ends by the
+ * store's last report, or until the bounded poll interval passes ({@code LeaseEngineScheduleTest}).
+ * A head that leaves without the key passes its turn on ({@code #aHeadWaiterThatLeavesPassesItsTurn}).
  *
  * <p>Store tokens: every grant is asked for with a token of its own. Without an explicit owner it
  * is random; with a {@link LockOwner} it is the owner's token plus a per-grant suffix, so that two
