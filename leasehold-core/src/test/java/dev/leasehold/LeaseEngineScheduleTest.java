@@ -75,8 +75,9 @@ class LeaseEngineScheduleTest extends EngineHarness {
             attempts++;
         }
         store.awaitCall(Op.ACQUIRE, KEY, attempts);
+        assertThat(time.awaitEarliestTaskWithin(ms(400))).isEqualTo(ms(400)); // asleep again
         store.backend.release(KEY, OTHER);
-        time.advance(time.awaitEarliestTaskWithin(ms(400)));
+        time.advance(ms(400));
         await(waiter).close();
         assertThat(store.count(Op.SUBSCRIBE, null))
                 .as("a store without notifications is never asked to subscribe")
@@ -283,6 +284,26 @@ class LeaseEngineScheduleTest extends EngineHarness {
         gate.fail(); // the reply that finally comes is an error
         awaitFree(store, KEY);
         assertThat(slots(service)).isZero();
+    }
+
+    @Test
+    void aLateGrantGivenBackWakesTheNextLocalWaiter() throws Exception {
+        ScriptedStore store = store(false); // no notices: only the engine can wake the waiter
+        LockService service = service(store, b -> b.fair(true).minPoll(HOUR).maxPoll(HOUR));
+        Gate gate = new Gate();
+        store.script(Op.ACQUIRE, KEY, ScriptedStore.applyThenHang(gate));
+        Future<Lease> first = async(() -> service.acquire(KEY, waiting(HOUR, ms(500)), LockOwner.create("first")));
+        gate.awaitEntered(); // granted in the store; the reply hangs
+        Future<Lease> next = async(() -> service.acquire(KEY, waiting(HOUR, HOUR), LockOwner.create("next")));
+        awaitEvents(LeaseEventType.WAITING, 1);
+        time.advance(ms(500));
+        assertThatThrownBy(() -> await(first)).isInstanceOf(LeaseStoreException.class);
+        store.awaitCall(Op.ACQUIRE, KEY, 2); // its turn passed on: busy, by the grant nobody has
+
+        gate.open(); // the grant arrives after its caller left: given back
+        try (Lease lease = await(next)) {
+            assertThat(lease.isHeld()).isTrue();
+        }
     }
 
     // ------------------------------------------------------------------ renewal and expiry
