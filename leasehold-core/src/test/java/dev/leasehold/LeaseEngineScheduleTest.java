@@ -292,13 +292,16 @@ class LeaseEngineScheduleTest extends EngineHarness {
         LockService service = service(store, b -> b.fair(true).minPoll(HOUR).maxPoll(HOUR));
         Gate gate = new Gate();
         store.script(Op.ACQUIRE, KEY, ScriptedStore.applyThenHang(gate));
-        Future<Lease> first = async(() -> service.acquire(KEY, waiting(HOUR, ms(500)), LockOwner.create("first")));
+        Duration halfHour = Duration.ofMinutes(30);
+        Future<Lease> first = async(() -> service.acquire(KEY, waiting(halfHour, ms(500)), LockOwner.create("first")));
         gate.awaitEntered(); // granted in the store; the reply hangs
         Future<Lease> next = async(() -> service.acquire(KEY, waiting(HOUR, HOUR), LockOwner.create("next")));
         awaitEvents(LeaseEventType.WAITING, 1);
         time.advance(ms(500));
         assertThatThrownBy(() -> await(first)).isInstanceOf(LeaseStoreException.class);
         store.awaitCall(Op.ACQUIRE, KEY, 2); // its turn passed on: busy, by the grant nobody has
+        // Asleep until that grant's end, 30 min away (its store call's alarm is at the wait's end).
+        time.awaitTaskDueWithin(Duration.ofMinutes(30));
 
         gate.open(); // the grant arrives after its caller left: given back
         try (Lease lease = await(next)) {
