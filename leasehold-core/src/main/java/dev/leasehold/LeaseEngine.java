@@ -55,11 +55,14 @@ import org.slf4j.LoggerFactory;
  * </ul>
  *
  * <p>Waiting: the caller joins the key's FIFO queue in this JVM; the head (any waiter, when not
- * fair) tries the store; when busy, the first waiter subscribes to the key's release notices and
- * everyone tries again once the subscription is active (a release between the try and the
- * subscription would otherwise be missed); then it sleeps until a release wakes it (local, or
- * notified by the store), until the holder's lease ends by the store's last report, or until the
- * bounded poll interval passes. A head that leaves without the key passes its turn on.
+ * fair) tries the store ({@code LeaseEngineTest.Waiting#waitersInOneProcessAreServedInArrivalOrder},
+ * {@code LeaseEngineScheduleTest#inFairModeOnlyTheHeadAsksTheStoreAndAQueuedWaiterGivesUpAtItsOwnBound});
+ * when busy, the first waiter subscribes to the key's release notices and everyone tries again
+ * once the subscription is active (a release between the try and the subscription would otherwise
+ * be missed: {@code #aReleaseJustBeforeTheSubscriptionTakesEffectIsNotMissed}); then it sleeps
+ * until a release wakes it (local, or notified by the store), until the holder's lease ends by the
+ * store's last report, or until the bounded poll interval passes ({@code LeaseEngineScheduleTest}).
+ * A head that leaves without the key passes its turn on ({@code #aHeadWaiterThatLeavesPassesItsTurn}).
  *
  * <p>Store tokens: every grant is asked for with a token of its own. Without an explicit owner it
  * is random; with a {@link LockOwner} it is the owner's token plus a per-grant suffix, so that two
@@ -257,9 +260,9 @@ final class LeaseEngine implements LockService {
                             LeaseEventType.WAITING, key, store.name(), null, 0, Duration.ZERO, null, null, null));
                 }
                 if (queue.claimSubscription()) {
-                    if (subscribe(queue, deadline)) {
-                        continue; // try again now that no release can be missed
-                    }
+                    // Once active, the subscription wakes the waiters to try again: no release
+                    // between their last try and the subscription is missed.
+                    subscribe(queue, deadline);
                 }
                 long left = deadline - ticker.nanos();
                 if (left <= 0) {
@@ -369,8 +372,7 @@ final class LeaseEngine implements LockService {
         if (ownerToken == null) {
             return LockOwner.randomToken();
         }
-        String base =
-                ownerToken.length() > MAX_TOKEN - SUFFIX ? ownerToken.substring(0, MAX_TOKEN - SUFFIX) : ownerToken;
+        String base = ownerToken.substring(0, Math.min(ownerToken.length(), MAX_TOKEN - SUFFIX));
         return base + "."
                 + HexFormat.of().toHexDigits(ThreadLocalRandom.current().nextLong());
     }
@@ -470,6 +472,11 @@ final class LeaseEngine implements LockService {
             releaseAmbiguous(holderKey.key(), grantToken);
             throw e;
         }
+    }
+
+    /** How many holder slots are tracked: one per holder and key with a lease or an attempt in progress. */
+    int holderSlots() {
+        return holders.size();
     }
 
     /** Forgets a slot that holds no lease; the caller holds its lock. */
@@ -925,11 +932,10 @@ final class LeaseEngine implements LockService {
     }
 
     /**
-     * Subscribes to the queue's key on a worker, waiting until the deadline at most.
-     *
-     * @return whether the subscription is active now
+     * Subscribes to the queue's key on a worker, waiting until the deadline at most; the
+     * subscription, when it arrives (also later), wakes the queue's waiters.
      */
-    private boolean subscribe(WaitQueue queue, long deadline) throws InterruptedException {
+    private void subscribe(WaitQueue queue, long deadline) throws InterruptedException {
         LockKey key = queue.key;
         StoreCall<ReleaseSubscription> call =
                 StoreCall.start(calls, () -> store.subscribe(key, notice -> handOff(() -> wake(key))), orphan -> {
@@ -940,17 +946,16 @@ final class LeaseEngine implements LockService {
                     }
                 });
         if (!call.await(parking, deadline)) {
-            return false;
+            return;
         }
         if (call.failure() != null) {
             if (call.failure() instanceof Error error) {
                 throw error;
             }
             log.warn("could not subscribe to releases of {}; waiters poll instead", key, call.failure());
-            return false;
+            return;
         }
         queue.subscriptionArrived(call.value());
-        return true;
     }
 
     private boolean hasWaiters(LockKey key) {
