@@ -10,7 +10,9 @@ import dev.leasehold.LockKey;
 import dev.leasehold.spi.AcquireResult;
 import dev.leasehold.spi.Grant;
 import dev.leasehold.testkit.TestServices;
+import io.etcd.jetcd.ByteSequence;
 import io.etcd.jetcd.Client;
+import io.etcd.jetcd.options.GetOption;
 import io.grpc.CallOptions;
 import io.grpc.Channel;
 import io.grpc.ClientCall;
@@ -19,6 +21,7 @@ import io.grpc.ForwardingClientCall;
 import io.grpc.Metadata;
 import io.grpc.MethodDescriptor;
 import io.grpc.Status;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -29,14 +32,16 @@ import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 /**
  * A transaction that binds the owner's key to a new etcd lease (a re-acquire, a renewal to another
- * length) commits in etcd, but its answer is held back in the client past the store's timeout. The
- * owner held the key before the call, so whatever the call reports, the key must still be the
- * owner's afterwards, with its fence, and another owner must find it busy.
+ * length) commits in etcd, but its answer is held back in the client past the store's timeout; or
+ * the transaction itself is held back until the store gave up on it. The owner held the key before
+ * the call, so whatever the call reports, the key must still be the owner's afterwards, with its
+ * fence, and another owner must find it busy.
  */
 @Timeout(value = 60, unit = TimeUnit.SECONDS)
 class EtcdUnansweredTransactionTest {
@@ -72,7 +77,7 @@ class EtcdUnansweredTransactionTest {
         }
     }
 
-    @org.junit.jupiter.api.BeforeEach
+    @BeforeEach
     void stores() {
         store = EtcdLeaseStore.builder(client).timeout(TIMEOUT).build();
         other = EtcdLeaseStore.builder(plain).build();
@@ -129,6 +134,37 @@ class EtcdUnansweredTransactionTest {
         assertStillHeldBy("o", fence);
     }
 
+    @Test
+    void aReacquireThatNeverReachedEtcdFailsAndLeavesTheKeyOnItsLease() throws Exception {
+        String owner = "o-" + UUID.randomUUID();
+        long fence = granted(store.tryAcquire(key, owner, LEASE)).fence();
+        long lease = etcdLease();
+        replies.holdNextRequests(1); // the re-acquire's transaction is not sent until released
+
+        assertThatThrownBy(() -> store.tryAcquire(key, owner, LEASE)).isInstanceOf(LeaseStoreException.class);
+
+        replies.releaseAll(); // sent now, after the store gave up on it: it must change nothing
+        assertStillHeldBy(owner, fence);
+        assertThat(etcdLease()).isEqualTo(lease);
+        // The unused lease was revoked, and the settle marker on it with it.
+        ByteSequence settled = ByteSequence.from("leasehold/settled/", StandardCharsets.UTF_8);
+        await().atMost(Duration.ofSeconds(5)).untilAsserted(() -> assertThat(plain.getKVClient()
+                        .get(settled, GetOption.builder().isPrefix(true).build())
+                        .get(5, TimeUnit.SECONDS)
+                        .getKvs())
+                .noneMatch(marker ->
+                        marker.getValue().toString(StandardCharsets.UTF_8).equals(owner)));
+    }
+
+    private long etcdLease() throws Exception {
+        return plain.getKVClient()
+                .get(new EtcdKeys("leasehold/").lease(key))
+                .get(5, TimeUnit.SECONDS)
+                .getKvs()
+                .get(0)
+                .getLease();
+    }
+
     /** The call's grant, or empty if it failed: the test accepts either, and checks etcd. */
     private static Optional<Grant> outcome(java.util.function.Supplier<Grant> call) {
         try {
@@ -166,6 +202,7 @@ class EtcdUnansweredTransactionTest {
         private static final String TXN = "etcdserverpb.KV/Txn";
 
         private final AtomicInteger toHold = new AtomicInteger();
+        private final AtomicInteger requestsToHold = new AtomicInteger();
         private final AtomicInteger answersHeld = new AtomicInteger();
         private final List<Held> held = new ArrayList<>(); // guarded by this
 
@@ -174,12 +211,17 @@ class EtcdUnansweredTransactionTest {
             toHold.set(calls);
         }
 
+        void holdNextRequests(int calls) {
+            requestsToHold.set(calls);
+        }
+
         void awaitAnswersHeld(int calls) {
             await().atMost(Duration.ofSeconds(10)).until(() -> answersHeld.get() >= calls);
         }
 
         void releaseAll() {
             toHold.set(0);
+            requestsToHold.set(0);
             List<Held> all;
             synchronized (this) {
                 all = List.copyOf(held);
@@ -191,7 +233,27 @@ class EtcdUnansweredTransactionTest {
         @Override
         public <Q, A> ClientCall<Q, A> interceptCall(MethodDescriptor<Q, A> method, CallOptions options, Channel next) {
             ClientCall<Q, A> call = next.newCall(method, options);
-            if (!TXN.equals(method.getFullMethodName()) || toHold.getAndUpdate(n -> Math.max(0, n - 1)) == 0) {
+            if (!TXN.equals(method.getFullMethodName())) {
+                return call;
+            }
+            if (requestsToHold.getAndUpdate(n -> Math.max(0, n - 1)) > 0) {
+                Held request = new Held();
+                synchronized (this) {
+                    held.add(request);
+                }
+                return new ForwardingClientCall.SimpleForwardingClientCall<>(call) {
+                    @Override
+                    public void sendMessage(Q message) {
+                        request.add(() -> super.sendMessage(message));
+                    }
+
+                    @Override
+                    public void halfClose() {
+                        request.add(super::halfClose);
+                    }
+                };
+            }
+            if (toHold.getAndUpdate(n -> Math.max(0, n - 1)) == 0) {
                 return call;
             }
             Held answer = new Held();
