@@ -237,10 +237,16 @@ public final class RedisLeaseStore implements LeaseStore {
      * LockKey#withHashTag hash tag} share a slot), taken in the order of the batch's keys. Each
      * script grants all its keys or none, atomically; when a later slot's key is busy, what the
      * earlier scripts granted is released again, so the batch is still all or nothing (tests:
-     * {@code RedisBatchTest}).
+     * {@code RedisClusterConformanceTest.aBatchAcrossSlotsIsOneScriptPerSlotAndAllOrNothing}). In the
+     * {@linkplain Builder#fairQueue fair mode} the keys are taken one by one with the fair scripts
+     * instead, so a batch never passes a waiter queued in Redis, and a key given back hands off to
+     * the head of its queue ({@code RedisFairQueueTest.aBatchIsRefusedAKeyWhoseQueueHasALiveWaiterAndHoldsNothing}).
      */
     @Override
     public BatchAcquireResult tryAcquireAll(List<LockKey> batch, String owner, Duration leaseFor) {
+        if (fair != null) {
+            return LeaseStore.super.tryAcquireAll(batch, owner, leaseFor);
+        }
         LeaseStore.checkBatch(batch);
         batch.forEach(key -> checkOwner(key, owner));
         String millis = millis(leaseFor);

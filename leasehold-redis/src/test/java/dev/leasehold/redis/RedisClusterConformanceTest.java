@@ -317,6 +317,65 @@ class RedisClusterConformanceTest extends LeaseStoreConformance {
     }
 
     /**
+     * The same through the lock service ({@code LockService.acquireAll} and {@code tryAcquireAll}):
+     * a batch of ten keys with one hash tag is ONE script on the node of its slot, and none on the
+     * other nodes; refused as a whole, holding nothing, when one key is busy (again one script);
+     * every key renewed and released on its own afterwards.
+     */
+    @Test
+    void aBatchOfTenKeysWithOneHashTagThroughTheLockServiceIsOneScriptCall() throws Exception {
+        List<LockKey> loans = IntStream.range(0, 10)
+                .mapToObj(i -> key("B8", "L" + i).withHashTag(0))
+                .toList();
+        int shard = probe.getPartitions()
+                .getPartitionBySlot(SlotHash.getSlot(KEYS.lease(loans.get(0))))
+                .getUri()
+                .getPort();
+        LockService service = service();
+        LeaseOptions options = LeaseOptions.builder()
+                .leaseFor(Duration.ofSeconds(3))
+                .waitFor(Duration.ofSeconds(5))
+                .build();
+        // the service's first grant subscribes to force-release notices (no script): not counted
+        try (Lease warm = service.acquire(key("warm-up"), options)) {
+            assertThat(warm.isHeld()).isTrue();
+        }
+
+        String stranger = heldByAStranger(loans.get(6));
+        Map<Integer, CommandStats> beforeRefusal = statsOfEveryNode();
+        assertThat(service.tryAcquireAll(loans, options)).isEmpty();
+        assertScriptCalls(beforeRefusal, Map.of(shard, 1L));
+        for (LockKey loan : loans) {
+            if (!loan.equals(loans.get(6))) {
+                assertThat(rawLease(loan)).as("%s after the refusal", loan).isEmpty();
+            }
+        }
+        assertThat(store.release(loans.get(6), stranger)).isTrue();
+
+        Map<Integer, CommandStats> before = statsOfEveryNode();
+        try (var group = service.acquireAll(loans, options)) {
+            assertScriptCalls(before, Map.of(shard, 1L));
+            assertThat(group.leases()).extracting(Lease::key).containsExactlyElementsOf(loans);
+            for (Lease lease : group.leases()) {
+                assertThat(rawLease(lease.key())).contains(new RawLease(lease.ownerToken(), lease.fence()));
+            }
+            // renewed key by key (every lease/3 = 1 s): each lease's end moves on twice
+            List<java.time.Instant> granted =
+                    group.leases().stream().map(Lease::validUntil).toList();
+            Awaitility.await("every key renewed")
+                    .atMost(Duration.ofSeconds(20))
+                    .until(() -> IntStream.range(0, loans.size()).allMatch(i -> group.leases()
+                            .get(i)
+                            .validUntil()
+                            .isAfter(granted.get(i).plusMillis(1500))));
+            assertThat(group.isHeld()).isTrue();
+        }
+        for (LockKey loan : loans) {
+            assertThat(rawLease(loan)).as("%s released", loan).isEmpty();
+        }
+    }
+
+    /**
      * A batch over two hash tags on two shards is two scripts, one per slot, taken in the batch's
      * order; when the second slot's key is busy, the first slot's grants are released again.
      */
