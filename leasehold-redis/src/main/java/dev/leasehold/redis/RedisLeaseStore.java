@@ -142,12 +142,12 @@ public final class RedisLeaseStore implements LeaseStore {
         this.pubSubFactory = builder.pubSubFactory;
         this.keys = new RedisKeys(builder.keyPrefix);
         this.name = builder.name;
-        this.fair = builder.fairQueueTtl == null
-                ? null
-                : new FairQueue(builder.keyPrefix, builder.fairQueueTtl, builder.acknowledgement == null);
         this.cluster = builder.cluster;
         this.sharded = builder.sharded;
         this.publish = sharded ? "SPUBLISH" : "PUBLISH";
+        this.fair = builder.fairQueueTtl == null
+                ? null
+                : new FairQueue(builder.keyPrefix, builder.fairQueueTtl, builder.acknowledgement == null, sharded);
         for (Script script : List.of(
                 ACQUIRE, ACQUIRE_ALL, RENEW, RELEASE, FORCE_RELEASE, INSPECT, FairQueue.ACQUIRE, FairQueue.RELEASE)) {
             try {
@@ -476,7 +476,7 @@ public final class RedisLeaseStore implements LeaseStore {
             if (first) {
                 try {
                     // Returns once the server confirmed: a release published after this is delivered.
-                    if (fair != null && !fair.subscribed) {
+                    if (fair != null && !fair.sharded && !fair.subscribed) {
                         pubSub().sync().subscribe(fair.wakeChannel); // hand-offs to this store's waiters
                         fair.subscribed = true;
                     }
@@ -512,7 +512,10 @@ public final class RedisLeaseStore implements LeaseStore {
 
                 @Override
                 public void smessage(String shardChannel, String message) {
-                    deliver(shardChannel, message);
+                    String[] routed = fair != null && message.startsWith(shardChannel + " ")
+                            ? fair.route(message) // a hand-off, on the key's own shard channel
+                            : new String[] {shardChannel, message};
+                    deliver(routed[0], routed[1]);
                 }
 
                 @Override

@@ -206,23 +206,103 @@ class RedisClusterConformanceTest extends LeaseStoreConformance {
                         .isZero();
             }
             assertThat(store.release(key, holder)).isTrue();
-            Map<Integer, CommandStats> after;
-            try (Lease lease = waiting.get(30, TimeUnit.SECONDS)) {
-                assertThat(lease.fence()).isPositive();
-                after = statsOfEveryNode(); // before the waiter's own release publishes again
-            }
-            assertThat(after.get(slotOwner).since(before.get(slotOwner), "spublish"))
-                    .as("shard messages sent on the node of the key's slot by the release")
-                    .isEqualTo(1);
-            for (int port : PORTS) {
-                assertThat(after.get(port).since(before.get(port), "publish"))
-                        .as("classic PUBLISH on node %d", port)
-                        .isZero();
-            }
+            assertTheWaiterWokenByOneShardMessage(waiting, before, slotOwner);
         } finally {
             thread.shutdownNow();
             waiterClient.shutdown();
         }
+    }
+
+    /**
+     * In the fair mode ({@code fairQueue}) on a cluster, a release hands the key to the waiter
+     * queued in Redis and wakes it by a shard message on the node of the key's slot ({@code
+     * SPUBLISH}, heard by the waiter's {@code SSUBSCRIBE}), never by classic {@code PUBLISH}. The
+     * waiter's poll is longer than its wait and the holder's lease (60 s) far longer, so only the
+     * wake-up can end its wait in time.
+     */
+    @Test
+    void aFairHandOffWakesTheQueuedWaiterByAShardMessage() throws Exception {
+        LockKey key = key("fair-sharded");
+        String channel = KEYS.channel(key);
+        int slotOwner = probe.getPartitions()
+                .getPartitionBySlot(SlotHash.getSlot(channel))
+                .getUri()
+                .getPort();
+        ExecutorService thread = Executors.newSingleThreadExecutor();
+        try (RedisLeaseStore holderStore = fairStore();
+                RedisLeaseStore waiterStore = fairStore();
+                LockService waiters = LockService.builder(waiterStore)
+                        .maxPoll(Duration.ofMinutes(1))
+                        .build()) {
+            assertThat(waiterStore.shardedNotices()).isTrue();
+            String holder = LockOwner.create("holder").token();
+            assertThat(holderStore.tryAcquire(key, holder, Duration.ofSeconds(60)))
+                    .isInstanceOf(AcquireResult.Granted.class);
+            var waiting = thread.submit(
+                    () -> waiters.acquire(key, LeaseOptions.defaults().withWait(Duration.ofSeconds(30))));
+            Awaitility.await("the waiter queued in Redis and subscribed on the node of the key's slot")
+                    .atMost(Duration.ofSeconds(10))
+                    .until(() -> node(slotOwner).zcard(KEYS.lease(key) + ":queue") == 1L
+                            && node(slotOwner).pubsubShardNumsub(channel).get(channel) == 1L);
+            Map<Integer, CommandStats> before = statsOfEveryNode();
+
+            assertThat(holderStore.release(key, holder)).isTrue();
+            assertTheWaiterWokenByOneShardMessage(waiting, before, slotOwner);
+        } finally {
+            thread.shutdownNow();
+        }
+    }
+
+    /**
+     * In the fair mode on a cluster, a release with nobody queued in Redis announces itself on
+     * the key's shard channel, so a subscriber there ({@code SSUBSCRIBE}) hears of it.
+     */
+    @Test
+    void aFairReleaseWithNobodyQueuedReachesAShardSubscriber() throws Exception {
+        LockKey key = key("fair-sharded-empty");
+        try (RedisLeaseStore holderStore = fairStore();
+                RedisLeaseStore listenerStore = fairStore()) {
+            List<ReleaseNotice> notices = new java.util.concurrent.CopyOnWriteArrayList<>();
+            ReleaseSubscription subscription = listenerStore.subscribe(key, notices::add);
+            try {
+                String holder = LockOwner.create("holder").token();
+                long fence = ((AcquireResult.Granted) holderStore.tryAcquire(key, holder, Duration.ofSeconds(60)))
+                        .grant()
+                        .fence();
+                assertThat(holderStore.release(key, holder)).isTrue();
+                Awaitility.await("the release notice on the key's shard channel")
+                        .atMost(Duration.ofSeconds(10))
+                        .until(() -> notices.contains(new ReleaseNotice(key.render(), fence, false)));
+            } finally {
+                subscription.close();
+            }
+        }
+    }
+
+    /**
+     * The waiter gets its lease in time, and since {@code before} the release sent one shard
+     * message on the node of the key's slot and no classic PUBLISH on any node.
+     */
+    private static void assertTheWaiterWokenByOneShardMessage(
+            java.util.concurrent.Future<Lease> waiting, Map<Integer, CommandStats> before, int slotOwner)
+            throws Exception {
+        Map<Integer, CommandStats> after;
+        try (Lease lease = waiting.get(30, TimeUnit.SECONDS)) {
+            assertThat(lease.isHeld()).isTrue();
+            after = statsOfEveryNode(); // before the waiter's own release publishes again
+        }
+        assertThat(after.get(slotOwner).since(before.get(slotOwner), "spublish"))
+                .as("shard messages sent on the node of the key's slot by the release")
+                .isEqualTo(1);
+        for (int port : PORTS) {
+            assertThat(after.get(port).since(before.get(port), "publish"))
+                    .as("classic PUBLISH on node %d", port)
+                    .isZero();
+        }
+    }
+
+    private static RedisLeaseStore fairStore() {
+        return RedisLeaseStore.builder(client).fairQueue(Duration.ofSeconds(10)).build();
     }
 
     /**
