@@ -66,13 +66,9 @@ class RedisClusterConformanceTest extends LeaseStoreConformance {
                 "--cluster-replicas",
                 "0",
                 "--cluster-yes");
-        long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
-        while (!redis.cli("-p", String.valueOf(ports[0]), "cluster", "info").contains("cluster_state:ok")) {
-            if (System.nanoTime() > deadline) {
-                throw new IllegalStateException("cluster did not become ok");
-            }
-            Thread.sleep(100);
-        }
+        redis.await("the cluster to report cluster_state:ok", Duration.ofSeconds(30), () -> redis.cli(
+                        "-p", String.valueOf(ports[0]), "cluster", "info")
+                .contains("cluster_state:ok"));
         client = RedisClusterClient.create(
                 List.of(RedisURI.create("127.0.0.1", ports[0]), RedisURI.create("127.0.0.1", ports[1])));
         probe = client.connect();
