@@ -71,13 +71,20 @@ public final class VirtualThreadWaiters {
                     }
                 })
                 .build()) {
+            CountDownLatch held = new CountDownLatch(1);
             CountDownLatch everyoneWaits = new CountDownLatch(1);
             Future<?> holder = virtual.submit(() -> {
                 try (Lease lease = locks.acquire(key, LeaseOptions.defaults())) {
+                    held.countDown();
                     everyoneWaits.await();
                     return lease.fence();
                 }
             });
+            // The holder has the key before any waiter asks for it (a waiter first would leave the
+            // holder, which does not wait, busy).
+            if (!held.await(30, TimeUnit.SECONDS)) {
+                holder.get(0, TimeUnit.SECONDS); // reports why the holder has not got it
+            }
             LeaseOptions wait = LeaseOptions.defaults().withWait(Duration.ofSeconds(60));
             List<Future<Long>> results = new ArrayList<>();
             for (int i = 0; i < waiters; i++) {

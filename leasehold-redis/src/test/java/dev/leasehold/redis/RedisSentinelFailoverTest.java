@@ -1,8 +1,13 @@
 package dev.leasehold.redis;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
 
 import dev.leasehold.Lease;
+import dev.leasehold.LockKey;
+import dev.leasehold.spi.AcquireResult;
+import dev.leasehold.spi.Grant;
 import dev.leasehold.testkit.FailoverRun;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.RedisURI;
@@ -19,17 +24,19 @@ import org.junit.jupiter.api.Timeout;
  * Sentinel failovers in the middle of a contended run ({@link FailoverRun}): a master, a replica and
  * three sentinels (quorum 2, master down after 1 s) of the test's own on loopback ports; the master
  * is killed with {@code SIGKILL} while leases are held, the sentinels promote the replica, the old
- * master comes back as its replica, and the same is done the other way round.
+ * master comes back as its replica, and the same is done the other way round. Two more tests cut
+ * the replica off before the master dies, with and without replica acknowledgement.
  */
 @Timeout(value = 240, unit = TimeUnit.SECONDS)
 class RedisSentinelFailoverTest {
 
     private static final String MASTER_NAME = "leasehold-failover";
     private static final Duration LEASE = Duration.ofSeconds(2);
-    private static final Duration ACK_TIMEOUT = Duration.ofMillis(300);
+    private static final Duration ACK_TIMEOUT = Duration.ofMillis(250);
 
     private LocalRedis redis;
     private final List<RedisClient> clients = new ArrayList<>();
+    private final List<RedisLeaseStore> stores = new ArrayList<>();
     private final int[] nodes = new int[2];
     private final Process[] processes = new Process[2];
     private final int[] sentinels = new int[3];
@@ -60,6 +67,7 @@ class RedisSentinelFailoverTest {
 
     @AfterEach
     void stop() {
+        stores.forEach(RedisLeaseStore::close);
         clients.forEach(RedisClient::shutdown);
         if (redis != null) {
             redis.close();
@@ -92,69 +100,117 @@ class RedisSentinelFailoverTest {
     }
 
     /**
-     * The canary that shows why acknowledgement matters: the replica is cut off (paused, and its
-     * link dropped by the master), grants go on on the master alone, then the master dies and the
-     * sentinels promote the replica, which never saw those grants. Without {@code WAIT} the keys
-     * are granted again while their holders still believe they hold them. The fences do not repeat
-     * (they come from the promoted server's clock), but the older holders go on writing until their
-     * next renewal: the leases (10 s) and holds (up to 200 steps of 20 to 60 ms) are long here, so
-     * that the failover completes while they are held.
+     * The canary that shows why acknowledgement matters, on one key: the replica is cut off (paused,
+     * and its link dropped by the master), a grant is made on the master alone, then the master dies
+     * and the sentinels promote the replica, which never saw that grant. Without {@code WAIT} the key
+     * is granted again while the first holder's 60 s lease is still running. The fence does not
+     * repeat: it comes from the promoted server's clock.
      */
     @Test
-    void withoutReplicaAcknowledgementAFailoverAfterReplicaLagGrantsTwice() throws Exception {
-        try (FailoverRun run = run(Duration.ofSeconds(10), 200)) {
-            run.awaitGrants(12);
-            signal(processes[1], "STOP");
-            redis.cli("-p", String.valueOf(nodes[0]), "client", "kill", "type", "replica");
-            run.awaitGrants(6); // granted on the master only
-            run.awaitHolders();
-            processes[0].destroyForcibly();
-            processes[0].waitFor(10, TimeUnit.SECONDS);
-            signal(processes[1], "CONT");
-            awaitMasterIs(nodes[1]);
-            processes[0] = replicaOf(0, nodes[1]);
-            run.awaitGrants(10);
-            run.stop();
-            run.report("redis sentinel failover after replica lag, no WAIT", 1, 0);
-            assertThat(run.doubleGrants())
-                    .as("grants forgotten by the promoted replica show up as holders writing after a newer grant")
-                    .isPositive();
-        }
+    void withoutReplicaAcknowledgementAGrantMadeDuringReplicaLagIsGrantedAgainAfterAFailover() throws Exception {
+        LockKey key = LockKey.of("borrow", "lag-canary");
+        RedisLeaseStore first = store(null);
+        cutOffReplica();
+        long start = System.nanoTime();
+        Grant a = granted(first.tryAcquire(key, "owner-a", Duration.ofSeconds(60)));
+        failOverToReplica();
+        RedisLeaseStore second = store(null);
+        Grant b = granted(second.tryAcquire(key, "owner-b", Duration.ofSeconds(60)));
+        Duration elapsed = Duration.ofNanos(System.nanoTime() - start);
+        System.out.printf(
+                "[redis sentinel failover after replica lag, no WAIT] second grant %d ms into the first holder's 60 s lease%n",
+                elapsed.toMillis());
+        assertThat(elapsed)
+                .as("the key was granted a second time while its first holder's lease was still running")
+                .isLessThan(Duration.ofSeconds(60));
+        assertThat(b.fence()).as("the promoted replica's fence").isGreaterThan(a.fence());
     }
 
     /**
-     * The same lag and failover as {@link #withoutReplicaAcknowledgementAFailoverAfterReplicaLagGrantsTwice},
-     * with {@code replicaAcknowledgement(1, 300 ms)}: while the replica is cut off, no grant is
-     * acknowledged, so every acquire is refused (and its grant released) and renewals fail; the
-     * promoted replica therefore knows every lease a holder was told it holds, with the expiry of
-     * its last acknowledged renewal, and no key is granted twice.
+     * The same lag and failover as {@link
+     * #withoutReplicaAcknowledgementAGrantMadeDuringReplicaLagIsGrantedAgainAfterAFailover}, with
+     * {@code replicaAcknowledgement(1, 250 ms)}: while the replica is cut off a new grant is refused
+     * (and undone) and a renewal fails, so a holder is only ever told of what the replica has. The
+     * promoted replica therefore still knows the lease granted before the lag and refuses the key
+     * until that lease's acknowledged expiry, and the refused grant, which no holder was told of,
+     * is free.
      */
     @Test
     void withReplicaAcknowledgementAFailoverAfterReplicaLagNeverGrantsTwice() throws Exception {
-        try (FailoverRun run = run(Duration.ofSeconds(10), 200, ACK_TIMEOUT)) {
-            run.awaitGrants(12);
-            signal(processes[1], "STOP");
-            redis.cli("-p", String.valueOf(nodes[0]), "client", "kill", "type", "replica");
-            int errorsBefore = run.storeErrors();
-            int grantsBefore = run.grants();
-            redis.await(
-                    "acquires refused for want of an acknowledgement",
-                    Duration.ofSeconds(60),
-                    () -> run.storeErrors() >= errorsBefore + 6);
-            int grantedDuringLag = run.grants() - grantsBefore;
-            processes[0].destroyForcibly();
-            processes[0].waitFor(10, TimeUnit.SECONDS);
-            signal(processes[1], "CONT");
-            awaitMasterIs(nodes[1]);
-            processes[0] = replicaOf(0, nodes[1]);
-            run.awaitGrants(10);
-            run.stop();
-            run.report("redis sentinel failover after replica lag, WAIT 1 " + ACK_TIMEOUT.toMillis(), 1, 0);
-            System.out.printf(
-                    "[redis sentinel failover after replica lag, WAIT] grantedWhileTheReplicaWasCutOff=%d%n",
-                    grantedDuringLag);
-            run.assertInvariants();
+        Duration lease = Duration.ofSeconds(10);
+        LockKey held = LockKey.of("borrow", "lag-held");
+        LockKey refused = LockKey.of("borrow", "lag-refused");
+        RedisLeaseStore first = store(ACK_TIMEOUT);
+        long start = System.nanoTime();
+        Grant a = granted(first.tryAcquire(held, "owner-a", lease));
+        cutOffReplica();
+        assertThatThrownBy(() -> first.tryAcquire(refused, "owner-a", Duration.ofSeconds(60)))
+                .isInstanceOf(ReplicaAcknowledgementException.class);
+        assertThatThrownBy(() -> first.renew(held, "owner-a", Duration.ofSeconds(60)))
+                .isInstanceOf(ReplicaAcknowledgementException.class);
+        failOverToReplica();
+        processes[0] = replicaOf(0, nodes[1]); // the acknowledging store needs a replica again
+        redis.await(
+                "the new replica to acknowledge the promoted master's writes", Duration.ofSeconds(30), () -> redis.cli(
+                                "-p", String.valueOf(nodes[1]), "wait", "1", "1000")
+                        .trim()
+                        .equals("1"));
+        RedisLeaseStore second = store(ACK_TIMEOUT);
+        assertThat(second.tryAcquire(refused, "owner-b", Duration.ofSeconds(60)))
+                .as("the grant refused during the lag")
+                .isInstanceOf(AcquireResult.Granted.class);
+        assertThat(second.tryAcquire(held, "owner-b", lease))
+                .as("the lease acknowledged before the lag, right after the failover")
+                .isInstanceOf(AcquireResult.Busy.class);
+        Grant b = granted(await().atMost(Duration.ofSeconds(60))
+                .pollInterval(Duration.ofMillis(100))
+                .until(() -> second.tryAcquire(held, "owner-b", lease), AcquireResult.Granted.class::isInstance));
+        Duration elapsed = Duration.ofNanos(System.nanoTime() - start);
+        System.out.printf(
+                "[redis sentinel failover after replica lag, WAIT 1 %d ms] second grant %d ms after the first acquire began (lease %d ms)%n",
+                ACK_TIMEOUT.toMillis(), elapsed.toMillis(), lease.toMillis());
+        assertThat(elapsed)
+                .as("the second grant came only once the first holder's acknowledged lease had run out")
+                .isGreaterThanOrEqualTo(lease);
+        assertThat(b.fence()).isGreaterThan(a.fence());
+    }
+
+    /** Pauses the replica and has the master drop its link, so what follows is on the master alone. */
+    private void cutOffReplica() throws Exception {
+        signal(processes[1], "STOP");
+        redis.cli("-p", String.valueOf(nodes[0]), "client", "kill", "type", "replica");
+    }
+
+    /**
+     * Kills the master, resumes the replica and waits for the sentinels to promote it. The replica
+     * is paused for well under the sentinels' down-after time, so none of them holds it for down
+     * once promoted.
+     */
+    private void failOverToReplica() throws Exception {
+        processes[0].destroyForcibly();
+        processes[0].waitFor(10, TimeUnit.SECONDS);
+        signal(processes[1], "CONT");
+        awaitMasterIs(nodes[1]);
+        redis.await("the promoted node to act as master", Duration.ofSeconds(30), () -> redis.cli(
+                        "-p", String.valueOf(nodes[1]), "info", "replication")
+                .contains("role:master"));
+    }
+
+    private RedisLeaseStore store(Duration acknowledgement) {
+        RedisClient client = RedisClient.create(sentinelUri());
+        clients.add(client);
+        RedisLeaseStore.Builder builder = RedisLeaseStore.builder(client);
+        if (acknowledgement != null) {
+            builder.replicaAcknowledgement(1, acknowledgement);
         }
+        RedisLeaseStore store = builder.build();
+        stores.add(store);
+        return store;
+    }
+
+    private static Grant granted(AcquireResult result) {
+        assertThat(result).isInstanceOf(AcquireResult.Granted.class);
+        return ((AcquireResult.Granted) result).grant();
     }
 
     private static void signal(Process process, String signal) throws Exception {
@@ -166,32 +222,15 @@ class RedisSentinelFailoverTest {
     }
 
     private FailoverRun run() {
-        return run(LEASE, 40);
+        return new FailoverRun(() -> store(null), LEASE, 40);
     }
 
-    private FailoverRun run(Duration lease, int maxSteps) {
-        return run(lease, maxSteps, null);
-    }
-
-    /** A run whose stores wait for {@code acknowledgement} from a replica, unless it is null. */
-    private FailoverRun run(Duration lease, int maxSteps, Duration acknowledgement) {
-        RedisURI uri = RedisURI.Builder.sentinel("127.0.0.1", sentinels[0], MASTER_NAME)
+    private RedisURI sentinelUri() {
+        return RedisURI.Builder.sentinel("127.0.0.1", sentinels[0], MASTER_NAME)
                 .withSentinel("127.0.0.1", sentinels[1])
                 .withSentinel("127.0.0.1", sentinels[2])
                 .withTimeout(Duration.ofSeconds(1))
                 .build();
-        return new FailoverRun(
-                () -> {
-                    RedisClient client = RedisClient.create(uri);
-                    clients.add(client);
-                    RedisLeaseStore.Builder builder = RedisLeaseStore.builder(client);
-                    if (acknowledgement != null) {
-                        builder.replicaAcknowledgement(1, acknowledgement);
-                    }
-                    return builder.build();
-                },
-                lease,
-                maxSteps);
     }
 
     private Process replicaOf(int node, int masterPort) throws Exception {
