@@ -71,6 +71,13 @@ public interface LockService extends AutoCloseable {
      * all or nothing: if one key cannot be had, the ones already taken are released before the
      * failure is thrown (S2.8). Duplicate keys are taken once.
      *
+     * <p>The first attempt asks the store for every key in one call ({@link
+     * dev.leasehold.spi.LeaseStore#tryAcquireAll}): on Redis, keys that share a {@linkplain
+     * LockKey#withHashTag hash tag} are then ONE script, atomically all or nothing ({@code
+     * RedisClusterConformanceTest.aBatchOfTenKeysWithOneHashTagThroughTheLockServiceIsOneScriptCall}).
+     * If a key is busy and the options allow a wait, the keys are then taken one by one in sorted
+     * order, each waited for as {@link #acquire} waits ({@code LeaseEngineOneCallBatchTest}).
+     *
      * @throws LockBusyException naming the key that could not be had
      * @throws IllegalArgumentException if there are no keys
      */
