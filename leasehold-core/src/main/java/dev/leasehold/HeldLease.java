@@ -203,12 +203,12 @@ final class HeldLease {
      * Marks the lease lost once: the cause is part of the same compare-and-set as the state. The
      * event and the callbacks run on the engine's callback threads, never on the timer.
      */
-    boolean markLost(String reason) {
+    void markLost(String reason) {
         Status lost = new Status(State.LOST, new LeaseLostException(key, fence, reason));
         while (true) {
             Status current = status.get();
             if (current.state() != State.HELD) {
-                return false;
+                return;
             }
             if (status.compareAndSet(current, lost)) {
                 break;
@@ -222,7 +222,6 @@ final class HeldLease {
                 callback.run(lost.cause());
             }
         });
-        return true;
     }
 
     private void cancelTasks(boolean interruptRenewal) {
@@ -265,10 +264,6 @@ final class HeldLease {
         return status.get().state() == State.HELD && deadlineNanos - engine.ticker.nanos() > 0;
     }
 
-    State state() {
-        return status.get().state();
-    }
-
     LeaseLostException lostException() {
         LeaseLostException cause = status.get().cause();
         return cause != null ? cause : new LeaseLostException(key, fence, "the lease expired");
@@ -276,10 +271,6 @@ final class HeldLease {
 
     int holdCount() {
         return Math.max(0, holds.get());
-    }
-
-    Instant validUntil() {
-        return validUntil;
     }
 
     void onLost(Consumer<LeaseLostException> callback) {

@@ -15,9 +15,14 @@ import java.util.function.Consumer;
  *   <li>{@link #fence()} grows strictly with every new holder of the key (B1); pass it to guarded
  *       writes so a former holder's late write is rejected;
  *   <li>{@link #isHeld()} turns false, and {@link #onLost} callbacks run, as soon as the engine
- *       learns the lease is gone (a renewal finds it taken over, a force-release is announced)
- *       and at the latest at the local deadline, whatever the store does (B4; {@code
- *       LeaseEngineTest.LossSignal}, {@code LeaseEngineTest.ForceRelease}, {@code RedisPausedTest}).
+ *       learns the lease is gone (a renewal finds it taken over: {@code
+ *       LeaseEngineTest.LossSignal#aRenewalThatFindsTheKeyTakenOverSignalsLossAtOnce}; a
+ *       force-release is announced: {@code LeaseEngineTest.ForceRelease}) and at the latest at
+ *       the local deadline, whatever the store does (B4; {@code
+ *       LeaseEngineTest.LossSignal#onLostFiresAtTheLocalExpiryWhileEveryRenewalHangs}, {@code
+ *       #isHeldTurnsFalseAtTheLocalDeadlineEvenBeforeTheExpiryWatchRuns}, {@code
+ *       LeaseEngineScheduleTest#renewalsFallDueEveryThirdOfTheLeaseAndARenewedLeaseIsLostAtItsNewDeadline},
+ *       {@code RedisPausedTest}).
  * </ul>
  *
  * <p>Thread-safe. Each handle may be closed once; closing it again is an {@link

@@ -1,6 +1,8 @@
 package dev.leasehold;
 
 import dev.leasehold.spi.AcquireResult;
+import dev.leasehold.spi.BatchAcquireResult;
+import dev.leasehold.spi.Grant;
 import dev.leasehold.spi.LeaseStore;
 import dev.leasehold.spi.ReleaseNotice;
 import dev.leasehold.spi.ReleaseSubscription;
@@ -55,11 +57,14 @@ import org.slf4j.LoggerFactory;
  * </ul>
  *
  * <p>Waiting: the caller joins the key's FIFO queue in this JVM; the head (any waiter, when not
- * fair) tries the store; when busy, the first waiter subscribes to the key's release notices and
- * everyone tries again once the subscription is active (a release between the try and the
- * subscription would otherwise be missed); then it sleeps until a release wakes it (local, or
- * notified by the store), until the holder's lease ends by the store's last report, or until the
- * bounded poll interval passes. A head that leaves without the key passes its turn on.
+ * fair) tries the store ({@code LeaseEngineTest.Waiting#waitersInOneProcessAreServedInArrivalOrder},
+ * {@code LeaseEngineScheduleTest#inFairModeOnlyTheHeadAsksTheStoreAndAQueuedWaiterGivesUpAtItsOwnBound});
+ * when busy, the first waiter subscribes to the key's release notices and everyone tries again
+ * once the subscription is active (a release between the try and the subscription would otherwise
+ * be missed: {@code #aReleaseJustBeforeTheSubscriptionTakesEffectIsNotMissed}); then it sleeps
+ * until a release wakes it (local, or notified by the store), until the holder's lease ends by the
+ * store's last report, or until the bounded poll interval passes ({@code LeaseEngineScheduleTest}).
+ * A head that leaves without the key passes its turn on ({@code #aHeadWaiterThatLeavesPassesItsTurn}).
  *
  * <p>Store tokens: every grant is asked for with a token of its own. Without an explicit owner it
  * is random; with a {@link LockOwner} it is the owner's token plus a per-grant suffix, so that two
@@ -257,9 +262,9 @@ final class LeaseEngine implements LockService {
                             LeaseEventType.WAITING, key, store.name(), null, 0, Duration.ZERO, null, null, null));
                 }
                 if (queue.claimSubscription()) {
-                    if (subscribe(queue, deadline)) {
-                        continue; // try again now that no release can be missed
-                    }
+                    // Once active, the subscription wakes the waiters to try again: no release
+                    // between their last try and the subscription is missed.
+                    subscribe(queue, deadline);
                 }
                 long left = deadline - ticker.nanos();
                 if (left <= 0) {
@@ -369,8 +374,7 @@ final class LeaseEngine implements LockService {
         if (ownerToken == null) {
             return LockOwner.randomToken();
         }
-        String base =
-                ownerToken.length() > MAX_TOKEN - SUFFIX ? ownerToken.substring(0, MAX_TOKEN - SUFFIX) : ownerToken;
+        String base = ownerToken.substring(0, Math.min(ownerToken.length(), MAX_TOKEN - SUFFIX));
         return base + "."
                 + HexFormat.of().toHexDigits(ThreadLocalRandom.current().nextLong());
     }
@@ -472,6 +476,11 @@ final class LeaseEngine implements LockService {
         }
     }
 
+    /** How many holder slots are tracked: one per holder and key with a lease or an attempt in progress. */
+    int holderSlots() {
+        return holders.size();
+    }
+
     /** Forgets a slot that holds no lease; the caller holds its lock. */
     private void retire(HolderKey holderKey, HolderSlot slot) {
         if (slot.lease.get() == null) {
@@ -512,10 +521,30 @@ final class LeaseEngine implements LockService {
         return acquireAll(sortedDistinct(keys), options, explicitOwner(owner), owner.token());
     }
 
+    /**
+     * A batch: first ONE attempt at every key together ({@link LeaseStore#tryAcquireAll}, a single
+     * script for keys on one Redis shard); if a key is busy and the caller may wait, then key by key
+     * in sorted order with the rest of the wait, as a single acquire waits. All or nothing either
+     * way: nothing of a batch that fails stays held.
+     */
     private LeaseGroup acquireAll(List<LockKey> sorted, LeaseOptions options, Object owner, String token)
             throws InterruptedException {
         long start = ticker.nanos();
         long waitNanos = options.waitFor().toNanos();
+        long deadline = waitNanos == 0 ? Long.MAX_VALUE : start + waitNanos;
+        if (waitNanos != 0 && Thread.interrupted()) {
+            throw new InterruptedException("interrupted before waiting for a batch of " + sorted.size() + " keys");
+        }
+        BatchAttempt attempt = attemptBatch(sorted, options, owner, token, start, deadline);
+        if (attempt.group() != null) {
+            return attempt.group();
+        }
+        if (!attempt.answered()) {
+            throw unanswered(sorted.get(0), start, false);
+        }
+        if (waitNanos == 0) {
+            throw batchBusy(busy(attempt.busyKey(), start), sorted.size());
+        }
         List<Lease> taken = new ArrayList<>(sorted.size());
         try {
             for (LockKey key : sorted) {
@@ -526,15 +555,206 @@ final class LeaseEngine implements LockService {
             return new LeaseGroup(taken);
         } catch (LockBusyException e) {
             releaseTaken(taken, e);
-            throw new LockBusyException(
-                    e.key(),
-                    e.waited(),
-                    "batch of " + sorted.size() + " keys not taken, nothing of it is held: " + e.getMessage());
+            throw batchBusy(e, sorted.size());
         } catch (Throwable e) {
             // Whatever escapes (also an Error), nothing taken stays held.
             releaseTaken(taken, e);
             throw e;
         }
+    }
+
+    private static LockBusyException batchBusy(LockBusyException e, int size) {
+        return new LockBusyException(
+                e.key(), e.waited(), "batch of " + size + " keys not taken, nothing of it is held: " + e.getMessage());
+    }
+
+    /** The outcome of one attempt at a whole batch: the group, or the busy key, or no answer in time. */
+    private record BatchAttempt(LeaseGroup group, LockKey busyKey, boolean answered) {
+        static final BatchAttempt UNANSWERED = new BatchAttempt(null, null, false);
+    }
+
+    /**
+     * One attempt at the whole batch, under the holder slots of all its keys (locked in sorted
+     * order, so two batches of one owner never wait for each other in a circle): keys the holder
+     * already holds are re-entered, the others are asked for in ONE store call. Busy if any key
+     * is, or (fair) if a key has waiters here; then nothing of the batch is held.
+     */
+    private BatchAttempt attemptBatch(
+            List<LockKey> sorted, LeaseOptions options, Object owner, String token, long start, long deadline)
+            throws InterruptedException {
+        if (closed.get()) {
+            throw new IllegalStateException("the lock service is closed");
+        }
+        boolean bounded = deadline != Long.MAX_VALUE;
+        int size = sorted.size();
+        HolderKey[] holderKeys = new HolderKey[size];
+        HolderSlot[] slots = new HolderSlot[size];
+        int locked = 0;
+        try {
+            for (int i = 0; i < size; i++) {
+                holderKeys[i] = new HolderKey(reentrant ? owner : new Object(), sorted.get(i));
+                HolderSlot slot = lockSlot(holderKeys[i], bounded, deadline);
+                if (slot == null) {
+                    return BatchAttempt.UNANSWERED;
+                }
+                slots[i] = slot;
+                locked++;
+            }
+            return attemptLocked(sorted, options, token, start, deadline, holderKeys, slots);
+        } finally {
+            for (int i = locked - 1; i >= 0; i--) {
+                retire(holderKeys[i], slots[i]);
+                slots[i].lock.unlock();
+            }
+        }
+    }
+
+    /** The holder's current slot for the key, locked; null if it could not be locked by the deadline. */
+    private HolderSlot lockSlot(HolderKey holderKey, boolean bounded, long deadline) throws InterruptedException {
+        while (true) {
+            HolderSlot slot = holders.computeIfAbsent(holderKey, k -> new HolderSlot());
+            if (bounded) {
+                long left = deadline - ticker.nanos();
+                if (left <= 0 || !slot.lock.tryLock(left, TimeUnit.NANOSECONDS)) {
+                    return null;
+                }
+            } else {
+                slot.lock.lock();
+            }
+            if (holders.get(holderKey) == slot) {
+                return slot;
+            }
+            slot.lock.unlock(); // retired while we waited for its lock
+        }
+    }
+
+    private BatchAttempt attemptLocked(
+            List<LockKey> sorted,
+            LeaseOptions options,
+            String token,
+            long start,
+            long deadline,
+            HolderKey[] holderKeys,
+            HolderSlot[] slots)
+            throws InterruptedException {
+        int size = sorted.size();
+        Lease[] leases = new Lease[size];
+        List<HeldLease> reentered = new ArrayList<>();
+        List<Integer> fresh = new ArrayList<>(size);
+        for (int i = 0; i < size; i++) {
+            HeldLease current = slots[i].lease.get();
+            if (current != null && current.tryReenter()) {
+                leases[i] = current.newHandle();
+                reentered.add(current);
+            } else {
+                fresh.add(i);
+            }
+        }
+        boolean done = false;
+        try {
+            for (int i : fresh) {
+                if (fair && hasWaiters(sorted.get(i))) {
+                    return new BatchAttempt(null, sorted.get(i), true); // no barging past a queued waiter
+                }
+            }
+            if (!fresh.isEmpty()) {
+                awaitForceWatch(deadline);
+                List<LockKey> asked = fresh.stream().map(sorted::get).toList();
+                String grantToken = grantToken(token);
+                long sent = ticker.nanos();
+                BatchAcquireResult result = deadline != Long.MAX_VALUE
+                        ? boundedAcquireAll(asked, grantToken, options, deadline)
+                        : directAcquireAll(asked, grantToken, options);
+                if (result == null) {
+                    return BatchAttempt.UNANSWERED;
+                }
+                if (result instanceof BatchAcquireResult.Busy busy) {
+                    return new BatchAttempt(null, busy.key(), true);
+                }
+                List<Grant> grants = ((BatchAcquireResult.Granted) result).grants();
+                for (int j = 0; j < fresh.size(); j++) {
+                    int i = fresh.get(j);
+                    try {
+                        leases[i] = install(
+                                holderKeys[i],
+                                slots[i],
+                                grantToken,
+                                options,
+                                new AcquireResult.Granted(grants.get(j)),
+                                sent,
+                                start);
+                    } catch (RuntimeException | Error e) {
+                        // install gave its own grant back; the leases made before it and the
+                        // grants after it go back too
+                        List<Lease> installed = new ArrayList<>();
+                        for (int k = 0; k < j; k++) {
+                            installed.add(leases[fresh.get(k)]);
+                        }
+                        releaseTaken(installed, e);
+                        for (int k = j + 1; k < fresh.size(); k++) {
+                            releaseAmbiguous(sorted.get(fresh.get(k)), grantToken);
+                        }
+                        throw e;
+                    }
+                }
+            }
+            done = true;
+            for (HeldLease held : reentered) {
+                emit(held.event(LeaseEventType.REENTERED, Duration.ZERO, null, null));
+            }
+            return new BatchAttempt(new LeaseGroup(List.of(leases)), null, true);
+        } finally {
+            if (!done) {
+                for (HeldLease held : reentered) {
+                    try {
+                        held.releaseOne(); // gives back the hold added above
+                    } catch (RuntimeException e) {
+                        log.warn("could not give back a hold of {} after a refused batch", held.key, e);
+                    }
+                }
+            }
+        }
+    }
+
+    private BatchAcquireResult directAcquireAll(List<LockKey> keys, String grantToken, LeaseOptions options) {
+        try {
+            return checkedBatch(keys, store.tryAcquireAll(keys, grantToken, options.leaseFor()));
+        } catch (RuntimeException | Error e) {
+            keys.forEach(key -> releaseAmbiguous(key, grantToken));
+            throw storeFailure("acquire", keys.get(0), e);
+        }
+    }
+
+    /** The batch acquire on a worker, waited for until the deadline; null if no answer came in time. */
+    private BatchAcquireResult boundedAcquireAll(
+            List<LockKey> keys, String grantToken, LeaseOptions options, long deadline) throws InterruptedException {
+        StoreCall<BatchAcquireResult> call = StoreCall.start(
+                calls,
+                () -> checkedBatch(keys, store.tryAcquireAll(keys, grantToken, options.leaseFor())),
+                // Granted after the caller left, or failed with an unknown outcome: give it back.
+                orphan -> {
+                    if (orphan.failure() != null || orphan.value() instanceof BatchAcquireResult.Granted) {
+                        keys.forEach(key -> releaseQuietly(key, grantToken));
+                    }
+                });
+        if (!call.await(parking, deadline)) {
+            return null;
+        }
+        if (call.failure() != null) {
+            keys.forEach(key -> releaseAmbiguous(key, grantToken));
+            throw storeFailure("acquire", keys.get(0), call.failure());
+        }
+        return call.value();
+    }
+
+    /** A grant per key asked for, or the store broke its contract (then nothing of it is kept). */
+    private static BatchAcquireResult checkedBatch(List<LockKey> keys, BatchAcquireResult result) {
+        if (result instanceof BatchAcquireResult.Granted granted
+                && granted.grants().size() != keys.size()) {
+            throw new IllegalStateException(
+                    "the store granted " + granted.grants().size() + " of a batch of " + keys.size() + " keys");
+        }
+        return Objects.requireNonNull(result, "the store answered a batch with nothing (null)");
     }
 
     @Override
@@ -925,11 +1145,10 @@ final class LeaseEngine implements LockService {
     }
 
     /**
-     * Subscribes to the queue's key on a worker, waiting until the deadline at most.
-     *
-     * @return whether the subscription is active now
+     * Subscribes to the queue's key on a worker, waiting until the deadline at most; the
+     * subscription, when it arrives (also later), wakes the queue's waiters.
      */
-    private boolean subscribe(WaitQueue queue, long deadline) throws InterruptedException {
+    private void subscribe(WaitQueue queue, long deadline) throws InterruptedException {
         LockKey key = queue.key;
         StoreCall<ReleaseSubscription> call =
                 StoreCall.start(calls, () -> store.subscribe(key, notice -> handOff(() -> wake(key))), orphan -> {
@@ -940,17 +1159,16 @@ final class LeaseEngine implements LockService {
                     }
                 });
         if (!call.await(parking, deadline)) {
-            return false;
+            return;
         }
         if (call.failure() != null) {
             if (call.failure() instanceof Error error) {
                 throw error;
             }
             log.warn("could not subscribe to releases of {}; waiters poll instead", key, call.failure());
-            return false;
+            return;
         }
         queue.subscriptionArrived(call.value());
-        return true;
     }
 
     private boolean hasWaiters(LockKey key) {

@@ -62,7 +62,12 @@ public final class LeaseOptions {
         return waitFor;
     }
 
-    /** Whether the engine renews the lease every {@code leaseFor / 3} while it is held. */
+    /**
+     * Whether the engine renews the lease every {@code leaseFor / 3} while it is held ({@code
+     * LeaseEngineScheduleTest#renewalsFallDueEveryThirdOfTheLeaseAndARenewedLeaseIsLostAtItsNewDeadline};
+     * the first renewal comes sooner when the store grants less than {@code leaseFor}: {@code
+     * LeaseEngineTest.LossSignal#aGrantShorterThanItsLeaseTimeIsRenewedBeforeItsDeadline}).
+     */
     public boolean renewal() {
         return renewal;
     }

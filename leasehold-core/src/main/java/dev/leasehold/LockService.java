@@ -16,10 +16,13 @@ import java.util.concurrent.ScheduledExecutorService;
  * holder gets a greater {@linkplain Lease#fence() fence}; a lease renewed by the watchdog stays held
  * until released ({@code LeaseEngineTest.LossSignal#aRenewedLeaseStaysHeldPastItsFirstLease}), and
  * a lease that is lost is reported through {@link Lease#isHeld()} and {@link Lease#onLost} by its
- * local deadline, whatever the store does ({@code LeaseEngineTest.LossSignal}, {@code
+ * local deadline, whatever the store does ({@code
+ * LeaseEngineTest.LossSignal#onLostFiresAtTheLocalExpiryWhileEveryRenewalHangs}, {@code
  * RedisPausedTest}). Busy is a result ({@link #tryAcquire} returns empty) or, after waiting, a
  * {@link LockBusyException}; a waiting acquire never waits past its wait time, also when the store
- * stops answering ({@code LeaseEngineTest.Waiting#aWaitingAcquireNeverOutlastsItsWaitWhenTheStoreHangs});
+ * stops answering ({@code LeaseEngineTest.Waiting#aWaitingAcquireNeverOutlastsItsWaitWhenTheStoreHangs}),
+ * or when it waits behind others in the queue ({@code
+ * LeaseEngineScheduleTest#inFairModeOnlyTheHeadAsksTheStoreAndAQueuedWaiterGivesUpAtItsOwnBound});
  * store failures are {@link LeaseStoreException}s naming the key.
  *
  * <p>Owners: without an explicit {@link LockOwner}, the current thread owns the lease, and the same
@@ -67,6 +70,13 @@ public interface LockService extends AutoCloseable {
      * Takes every key, in sorted order so that two batches never deadlock, sharing one wait time;
      * all or nothing: if one key cannot be had, the ones already taken are released before the
      * failure is thrown (S2.8). Duplicate keys are taken once.
+     *
+     * <p>The first attempt asks the store for every key in one call ({@link
+     * dev.leasehold.spi.LeaseStore#tryAcquireAll}): on Redis, keys that share a {@linkplain
+     * LockKey#withHashTag hash tag} are then ONE script, atomically all or nothing ({@code
+     * RedisClusterConformanceTest.aBatchOfTenKeysWithOneHashTagThroughTheLockServiceIsOneScriptCall}).
+     * If a key is busy and the options allow a wait, the keys are then taken one by one in sorted
+     * order, each waited for as {@link #acquire} waits ({@code LeaseEngineOneCallBatchTest}).
      *
      * @throws LockBusyException naming the key that could not be had
      * @throws IllegalArgumentException if there are no keys
@@ -164,6 +174,8 @@ public interface LockService extends AutoCloseable {
          * also one calling {@code tryAcquire}, does not overtake a waiter already queued for the key
          * ({@code LeaseEngineTest.Waiting#waitersInOneProcessAreServedInArrivalOrder}, {@code
          * #aNewcomerDoesNotOvertakeAQueuedWaiter}, {@code #aHeadWaiterThatLeavesPassesItsTurn}).
+         * Without it a release wakes every waiter and each tries ({@code
+         * LeaseEngineScheduleTest#withoutFairnessAReleaseWakesEveryWaiterAndEachTries}).
          */
         public Builder fair(boolean fair) {
             this.fair = fair;
@@ -191,9 +203,14 @@ public interface LockService extends AutoCloseable {
 
         /**
          * The longest a waiter sleeps between two attempts when no wake-up arrives (default 1 s).
-         * With release notifications this only bounds the cost of a lost notification; without
-         * them the poll starts at {@link #minPoll} and doubles up to this bound, and never sleeps
-         * past the holder's remaining lease.
+         * With release notifications this only bounds the cost of a lost notification ({@code
+         * LeaseEngineScheduleTest#aSubscribedWaiterSubscribesOnceAndSleepsUpToMaxPoll}); without
+         * them the poll starts at {@link #minPoll} and doubles up to this bound ({@code
+         * #withoutNotificationsAWaiterPollsFromMinPollDoublingUpToMaxPoll}, and starts again at
+         * {@link #minPoll} after a wake-up: {@code
+         * #aFailedReleaseStillWakesALocalWaiterWhichThenPollsFastAgain}). A waiter never sleeps past
+         * the holder's remaining lease ({@code
+         * #aHeadWaiterSleepsUntilJustAfterTheHoldersLeaseEndsAndIsToldHowLongItWaited}).
          */
         public Builder maxPoll(Duration maxPoll) {
             Objects.requireNonNull(maxPoll, "maxPoll is missing (null)");

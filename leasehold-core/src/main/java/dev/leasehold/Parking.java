@@ -30,18 +30,15 @@ final class Parking {
 
     /**
      * Parks the current thread until {@code done} holds or the ticker reaches {@code deadline}.
-     * Whoever makes {@code done} true unparks the thread.
+     * Whoever makes {@code done} true unparks the thread. Callers read their own condition
+     * afterwards (it may turn true just after the alarm rang).
      *
-     * @return whether {@code done} holds
      * @throws InterruptedException if the thread is interrupted meanwhile
      */
-    boolean parkUntil(BooleanSupplier done, long deadline) throws InterruptedException {
-        if (done.getAsBoolean()) {
-            return true;
-        }
+    void parkUntil(BooleanSupplier done, long deadline) throws InterruptedException {
         long delay = deadline - ticker.nanos();
-        if (delay <= 0) {
-            return false;
+        if (done.getAsBoolean() || delay <= 0) {
+            return;
         }
         Thread me = Thread.currentThread();
         AtomicBoolean rang = new AtomicBoolean();
@@ -58,16 +55,12 @@ final class Parking {
             throw new IllegalStateException("the lock service is closed", e);
         }
         try {
-            while (!done.getAsBoolean()) {
-                if (rang.get()) {
-                    return false;
-                }
+            while (!done.getAsBoolean() && !rang.get()) {
                 LockSupport.park(this);
                 if (Thread.interrupted()) {
                     throw new InterruptedException("interrupted while waiting for a lease");
                 }
             }
-            return true;
         } finally {
             alarm.cancel(false);
         }

@@ -72,9 +72,8 @@ final class StoreCall<T> implements Runnable {
      * @return whether the outcome arrived in time
      */
     boolean await(Parking parking, long deadline) throws InterruptedException {
-        boolean arrived;
         try {
-            arrived = parking.parkUntil(this::isDone, deadline);
+            parking.parkUntil(this::isDone, deadline);
         } catch (InterruptedException | RuntimeException | Error e) {
             if (!orphan()) {
                 // It arrived after all; as the caller leaves, the outcome goes to the orphan handler.
@@ -82,7 +81,7 @@ final class StoreCall<T> implements Runnable {
             }
             throw e;
         }
-        return arrived || !orphan();
+        return !orphan(); // fails only once the outcome is there
     }
 
     /** Gives the call up; false if its outcome had already arrived. */

@@ -121,6 +121,26 @@ final class FakeTime implements Ticker {
         }
     }
 
+    /**
+     * Waits (5 s of real time at most, then fails) until a live task falls due no later than
+     * {@code within} from now, and tells how far away the earliest live task is: when a waiter's
+     * alarm or a renewal is set, for instance.
+     */
+    Duration awaitEarliestTaskWithin(Duration within) {
+        awaitTaskDueWithin(within);
+        lock.lock();
+        try {
+            long earliest = tasks.stream()
+                    .filter(t -> !t.isCancelled())
+                    .mapToLong(t -> t.at)
+                    .min()
+                    .orElseThrow();
+            return Duration.ofNanos(earliest - now.get());
+        } finally {
+            lock.unlock();
+        }
+    }
+
     private Task add(Runnable body, long delayNanos, long period) {
         Task task = new Task(body, now.get() + Math.max(0, delayNanos), period, sequence.incrementAndGet());
         lock.lock();

@@ -73,9 +73,15 @@ class LeaseEngineOperationsTest extends EngineHarness {
         Lease lease =
                 service.tryAcquire(KEY, lease(Duration.ofSeconds(1), false)).orElseThrow();
         CountDownLatch lost = new CountDownLatch(1);
-        lease.onLost(e -> lost.countDown());
+        java.util.concurrent.atomic.AtomicReference<LeaseLostException> cause =
+                new java.util.concurrent.atomic.AtomicReference<>();
+        lease.onLost(e -> {
+            cause.set(e);
+            lost.countDown();
+        });
         time.advance(Duration.ofSeconds(1));
         assertThat(lost.await(5, TimeUnit.SECONDS)).isTrue();
+        assertThat(cause.get().getMessage()).contains("renewal was off");
         awaitEvents(LeaseEventType.LOST, 1);
         CountDownLatch late = new CountDownLatch(1);
         lease.onLost(e -> late.countDown()); // already lost: runs at once
@@ -121,6 +127,105 @@ class LeaseEngineOperationsTest extends EngineHarness {
         assertThat(store.count(Op.RELEASE, A))
                 .as("still released after B failed")
                 .isEqualTo(1);
+    }
+
+    @Test
+    void heldLeasesListTheLongestHeldFirst() {
+        ScriptedStore store = store(true);
+        LockService service = service(store);
+        List<LockKey> keys = new java.util.ArrayList<>();
+        for (String name : List.of("e", "c", "a", "d", "b", "f")) {
+            LockKey key = LockKey.of("t", "held", name);
+            service.tryAcquire(key, LeaseOptions.defaults()).orElseThrow();
+            keys.add(key);
+            time.advance(Duration.ofSeconds(1));
+        }
+        assertThat(service.heldLeases()).extracting(HeldLeaseInfo::key).containsExactlyElementsOf(keys);
+    }
+
+    @Test
+    void invalidArgumentsAreRefusedBeforeAnyStoreCall() {
+        ScriptedStore store = store(true);
+        LockService service = service(store);
+        LockOwner owner = LockOwner.create("job");
+        LeaseOptions options = LeaseOptions.defaults();
+        List<org.assertj.core.api.ThrowableAssert.ThrowingCallable> calls = List.of(
+                () -> service.tryAcquire(null, options),
+                () -> service.tryAcquire(KEY, null),
+                () -> service.tryAcquire(null, options, owner),
+                () -> service.tryAcquire(KEY, null, owner),
+                () -> service.acquire(null, options),
+                () -> service.acquire(KEY, null),
+                () -> service.acquire(null, options, owner),
+                () -> service.acquire(KEY, null, owner));
+        for (org.assertj.core.api.ThrowableAssert.ThrowingCallable call : calls) {
+            assertThatThrownBy(call).isInstanceOf(NullPointerException.class).hasMessageContaining("missing");
+        }
+        assertThat(store.calls()).isEmpty();
+    }
+
+    @Test
+    void aStoresOwnExceptionReachesTheCallerAsItIsAndAnyOtherIsWrappedNamingTheKey() {
+        ScriptedStore store = store(true);
+        LockService service = service(store);
+        LeaseStoreException own = new LeaseStoreException("acquire", KEY.render(), new RuntimeException("own"));
+        IllegalStateException plain = new IllegalStateException("plain");
+        store.script(Op.ACQUIRE, KEY, raising(own), raising(plain));
+        assertThatThrownBy(() -> service.tryAcquire(KEY, LeaseOptions.defaults()))
+                .isSameAs(own);
+        assertThatThrownBy(() -> service.tryAcquire(KEY, LeaseOptions.defaults()))
+                .isInstanceOf(LeaseStoreException.class)
+                .hasMessageContaining(KEY.render())
+                .hasCause(plain);
+    }
+
+    static ScriptedStore.Step raising(RuntimeException failure) {
+        return new ScriptedStore.Step() {
+            @Override
+            public <T> T apply(ScriptedStore.Call call, java.util.function.Supplier<T> real) {
+                throw failure;
+            }
+        };
+    }
+
+    @Test
+    void everyFailureOfABatchReleaseReachesTheCaller() throws Exception {
+        ScriptedStore store = store(true);
+        LockService service = service(store);
+        LockKey c = LockKey.of("t", "ops", "c");
+        LeaseGroup group = service.acquireAll(List.of(A, B, c), lease(Duration.ofSeconds(30), false));
+        store.script(Op.RELEASE, A, ScriptedStore.fail());
+        store.script(Op.RELEASE, c, ScriptedStore.fail());
+        assertThatThrownBy(group::close)
+                .isInstanceOf(LeaseStoreException.class)
+                .hasMessageContaining(c.render())
+                .satisfies(e -> assertThat(e.getSuppressed()).singleElement().satisfies(s -> assertThat(s)
+                        .hasMessageContaining(A.render())));
+        assertThat(store.backend.inspect(B)).isEmpty();
+
+        // A batch that fails, and fails to give back what it took: the caller sees both.
+        store.script(Op.ACQUIRE, c, ScriptedStore.fail());
+        store.script(Op.RELEASE, B, ScriptedStore.fail());
+        store.backend.forceRelease(A);
+        store.backend.forceRelease(c);
+        assertThatThrownBy(() -> service.acquireAll(List.of(B, c), lease(Duration.ofSeconds(30), false)))
+                .isInstanceOf(LeaseStoreException.class)
+                .hasMessageContaining(c.render())
+                .satisfies(e -> assertThat(e.getSuppressed()).singleElement().satisfies(s -> assertThat(s)
+                        .hasMessageContaining(B.render())));
+    }
+
+    @Test
+    void aBatchWithoutWaitingTakesEveryFreeKey() {
+        ScriptedStore store = store(true);
+        LockService service = service(store);
+        LeaseGroup group =
+                service.tryAcquireAll(List.of(B, A), LeaseOptions.defaults()).orElseThrow();
+        assertThat(group.leases()).extracting(Lease::key).containsExactly(A, B);
+        assertThat(group.isHeld()).isTrue();
+        group.close();
+        assertThat(store.backend.inspect(A)).isEmpty();
+        assertThat(store.backend.inspect(B)).isEmpty();
     }
 
     @Test
@@ -236,14 +341,14 @@ class LeaseEngineOperationsTest extends EngineHarness {
         ScriptedStore store = store(true);
         LockService service = service(store);
         ScriptedStore.Gate gate = new ScriptedStore.Gate();
-        store.script(Op.RENEW, ScriptedStore.hang(gate));
+        store.script(Op.RENEW, ScriptedStore.applyThenHang(gate));
         Lease lease =
                 service.tryAcquire(KEY, lease(Duration.ofSeconds(3), true)).orElseThrow();
         CountDownLatch lost = new CountDownLatch(1);
         lease.onLost(e -> lost.countDown());
         time.advance(Duration.ofSeconds(1));
-        gate.awaitEntered();
-        time.advanceTickerOnly(Duration.ofSeconds(2)); // the deadline passes; the watch is late
+        gate.awaitEntered(); // renewed in the store until 4 s; the reply is late
+        time.advanceTickerOnly(Duration.ofSeconds(2)); // the local deadline (3 s) is reached; the watch is late
         gate.open();
         assertThat(lost.await(5, TimeUnit.SECONDS)).isTrue();
         assertThat(lease.isHeld()).isFalse();

@@ -116,7 +116,7 @@ class LeaseEngineTest extends EngineHarness {
                         .as("onLost of all six")
                         .isTrue();
                 assertThat(causes).hasSize(6).allSatisfy(cause -> assertThat(cause.getMessage())
-                        .contains("renewal"));
+                        .contains("no renewal was confirmed"));
             } finally {
                 gate.open();
             }
@@ -466,18 +466,28 @@ class LeaseEngineTest extends EngineHarness {
         }
 
         @Test
-        void aLocalReleaseWakesALocalWaiter() throws Exception {
-            ScriptedStore store = store(false);
-            LockService service = service(store, b -> b.minPoll(HOUR).maxPoll(HOUR));
-            Lease held = service.tryAcquire(KEY, lease(HOUR, false), LockOwner.create("holder"))
-                    .orElseThrow();
-            Future<Lease> waiter = async(() -> service.acquire(KEY, waiting(HOUR, HOUR)));
-            awaitEvents(LeaseEventType.WAITING, 1);
-            time.awaitTaskDueWithin(HOUR);
+        void aLocalReleaseOrForceReleaseWakesALocalWaiter() throws Exception {
+            for (boolean forced : List.of(false, true)) {
+                ScriptedStore store = store(false);
+                LockService service = service(store, b -> b.minPoll(HOUR).maxPoll(HOUR));
+                Lease held = service.tryAcquire(KEY, lease(HOUR, false), LockOwner.create("holder"))
+                        .orElseThrow();
+                Future<Lease> waiter = async(() -> service.acquire(KEY, waiting(HOUR, HOUR)));
+                awaitEvents(LeaseEventType.WAITING, forced ? 2 : 1);
+                time.awaitTaskDueWithin(HOUR);
 
-            held.close();
-            try (Lease lease = await(waiter)) {
-                assertThat(lease.fence()).isGreaterThan(held.fence());
+                if (forced) {
+                    assertThat(service.forceRelease(KEY, "ticket OPS-6")).isTrue();
+                    assertThat(held.isHeld()).isFalse();
+                } else {
+                    held.close();
+                }
+                try (Lease lease = await(waiter)) {
+                    assertThat(lease.fence()).as("forced: %s", forced).isGreaterThan(held.fence());
+                }
+                if (forced) {
+                    held.close(); // after the waiter was served: only the force-release woke it
+                }
             }
         }
 

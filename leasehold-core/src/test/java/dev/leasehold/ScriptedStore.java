@@ -332,6 +332,11 @@ final class ScriptedStore implements LeaseStore {
         return list == null ? 0 : list.size();
     }
 
+    /** How many store-wide force-release subscriptions are open. */
+    int forceSubscriberCount() {
+        return forceSubscribers.size();
+    }
+
     // ------------------------------------------------------------------ the SPI
 
     @Override
@@ -382,7 +387,9 @@ final class ScriptedStore implements LeaseStore {
     @Override
     public ReleaseSubscription subscribe(LockKey key, Consumer<ReleaseNotice> onRelease) {
         if (!notifications) {
-            throw new UnsupportedOperationException("scripted store without notifications");
+            return run(Op.SUBSCRIBE, key, null, () -> {
+                throw new UnsupportedOperationException("scripted store without notifications");
+            });
         }
         CopyOnWriteArrayList<Consumer<ReleaseNotice>> list =
                 subscribers.computeIfAbsent(key.render(), k -> new CopyOnWriteArrayList<>());

@@ -71,8 +71,8 @@ public final class VirtualThreadWaiters {
                     }
                 })
                 .build()) {
-            CountDownLatch held = new CountDownLatch(1);
             CountDownLatch everyoneWaits = new CountDownLatch(1);
+            CountDownLatch held = new CountDownLatch(1);
             Future<?> holder = virtual.submit(() -> {
                 try (Lease lease = locks.acquire(key, LeaseOptions.defaults())) {
                     held.countDown();
@@ -80,10 +80,9 @@ public final class VirtualThreadWaiters {
                     return lease.fence();
                 }
             });
-            // The holder has the key before any waiter asks for it (a waiter first would leave the
-            // holder, which does not wait, busy).
+            // The holder first: once waiters queue, a fair service refuses a newcomer that does not wait.
             if (!held.await(30, TimeUnit.SECONDS)) {
-                holder.get(0, TimeUnit.SECONDS); // reports why the holder has not got it
+                throw new IllegalStateException("the holder did not get the key");
             }
             LeaseOptions wait = LeaseOptions.defaults().withWait(Duration.ofSeconds(60));
             List<Future<Long>> results = new ArrayList<>();

@@ -13,13 +13,18 @@ import java.nio.charset.StandardCharsets;
  * {prefix}{borrow:t42:B1}          the lease: value = owner token, bound to an etcd lease
  * {prefix}{borrow:t42:B1}forced    marker put in the force-release transaction (value = fence)
  * {prefix}forced/borrow:t42:B1     the same marker under one prefix for store-wide subscribers
+ * {prefix}settled/{lease id, hex}  put when a transaction binding a key to that etcd lease gave
+ *                                  no answer; that transaction requires it absent, so it can no
+ *                                  longer apply once the marker is there
  * </pre>
  *
- * Markers live on a short etcd lease of their own and vanish by themselves.
+ * Force markers live on a short etcd lease of their own, settle markers on the lease they name,
+ * and both vanish by themselves.
  */
 final class EtcdKeys {
 
     private static final String FORCED_SUFFIX = "forced";
+    private static final String SETTLED = "settled/";
 
     private final String prefix;
 
@@ -42,6 +47,10 @@ final class EtcdKeys {
 
     ByteSequence storeMarkerPrefix() {
         return bytes(storeMarkerPrefixText());
+    }
+
+    ByteSequence settleMarker(long leaseId) {
+        return bytes(prefix + SETTLED + Long.toHexString(leaseId));
     }
 
     /** The prefix of every lease (and key marker) of a namespace. */

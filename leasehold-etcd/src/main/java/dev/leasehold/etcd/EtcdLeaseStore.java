@@ -66,14 +66,21 @@ import org.slf4j.LoggerFactory;
  *   <li><b>acquire</b>: grant an etcd lease of the asked length, then one transaction: IF the key
  *       does not exist THEN put it with the lease; ELSE IF its value is our owner THEN put it again
  *       bound to the new lease (re-entry; the key keeps its create revision); ELSE read it (busy). An
- *       unused or replaced etcd lease is revoked afterwards.
+ *       unused or replaced etcd lease is revoked afterwards. When the transaction gives no answer
+ *       (a timeout, an interrupt, a lost connection), the new lease may already hold the key, so it
+ *       is not revoked blindly: a second transaction stops the first from applying later and reads
+ *       the key; if the key is on the new lease the call is a grant after all, else the new lease
+ *       is revoked and the failure thrown. If that goes unanswered too, the new lease is kept (it
+ *       expires at its TTL) and the failure thrown: the owner's key is never deleted by its own
+ *       unanswered call ({@code EtcdUnansweredTransactionTest}).
  *   <li><b>fence</b>: the key's create revision. etcd's revision is one counter for the whole
  *       cluster, agreed by Raft and stored on disk, that only grows, so every new grant of a key
  *       gets a larger fence than any grant before it, across expiry, force-release, restarts and
  *       leader changes.
  *   <li><b>renew</b>: keep-alive-once of the key's etcd lease, then a read confirming the key is
  *       still ours on that lease; when the asked length differs from the lease's, the key is bound
- *       to a new lease of the new length in an owner-checked transaction.
+ *       to a new lease of the new length in an owner-checked transaction, settled like acquire's
+ *       when it gives no answer.
  *   <li><b>release</b>: IF the value is our owner THEN delete the key, in one transaction.
  *   <li><b>force-release</b>: IF the key's create revision is the one just read THEN delete it and
  *       put the force markers, in one transaction, so watchers see the deletion and the mark
@@ -87,7 +94,8 @@ import org.slf4j.LoggerFactory;
  * </ul>
  *
  * <p>etcd reports remaining times, not instants: {@code expiresAt} is this JVM's clock plus the
- * remaining time, for display only. Thread-safe. Every call waits at most the builder's timeout; a
+ * remaining time, for display only. Thread-safe. Every etcd call waits at most the builder's
+ * timeout (a transaction without an answer is followed by one more, to learn its outcome); a
  * failure or timeout is a {@link LeaseStoreException} naming the key.
  */
 public final class EtcdLeaseStore implements LeaseStore {
@@ -141,25 +149,34 @@ public final class EtcdLeaseStore implements LeaseStore {
         ByteSequence leaseKey = keys.lease(key);
         ByteSequence value = bytes(owner);
         LeaseGrantResponse lease = grantLease("acquire", key, ttl);
+        Cmp unsettled = unsettled(lease.getID());
         boolean used = false;
         try {
             PutOption bind = PutOption.builder().withLeaseId(lease.getID()).build();
             PutOption rebind =
                     PutOption.builder().withLeaseId(lease.getID()).withPrevKV().build();
-            TxnResponse txn = call(
-                    "acquire",
-                    key,
-                    kv.txn()
-                            // IF the key does not exist THEN grant it on the new lease
-                            .If(new Cmp(leaseKey, Cmp.Op.EQUAL, CmpTarget.createRevision(0)))
-                            .Then(Op.put(leaseKey, value, bind))
-                            .Else(Op.txn(
-                                    // ELSE IF it is ours THEN bind it to the new lease (the fence stays)
-                                    new Cmp[] {new Cmp(leaseKey, Cmp.Op.EQUAL, CmpTarget.value(value))},
-                                    new Op[] {Op.put(leaseKey, value, rebind)},
-                                    // ELSE read the holder (busy)
-                                    new Op[] {Op.get(leaseKey, GetOption.DEFAULT)}))
-                            .commit());
+            TxnResponse txn;
+            try {
+                txn = call(
+                        "acquire",
+                        key,
+                        kv.txn()
+                                // IF the key does not exist THEN grant it on the new lease
+                                .If(new Cmp(leaseKey, Cmp.Op.EQUAL, CmpTarget.createRevision(0)), unsettled)
+                                .Then(Op.put(leaseKey, value, bind))
+                                .Else(Op.txn(
+                                        // ELSE IF it is ours THEN bind it to the new lease (the fence stays)
+                                        new Cmp[] {new Cmp(leaseKey, Cmp.Op.EQUAL, CmpTarget.value(value)), unsettled},
+                                        new Op[] {Op.put(leaseKey, value, rebind)},
+                                        // ELSE read the holder (busy)
+                                        new Op[] {Op.get(leaseKey, GetOption.DEFAULT)}))
+                                .commit());
+            } catch (LeaseStoreException unanswered) {
+                used = true; // settle() decides whether the new lease is revoked
+                KeyValue applied = settle("acquire", key, owner, lease.getID(), unanswered);
+                bound.put(key.render(), new Bound(owner, lease.getID()));
+                return new AcquireResult.Granted(grant(applied.getCreateRevision(), lease.getTTL()));
+            }
             if (txn.isSucceeded()) {
                 used = true;
                 bound.put(key.render(), new Bound(owner, lease.getID()));
@@ -182,6 +199,7 @@ public final class EtcdLeaseStore implements LeaseStore {
                             ? Duration.ZERO
                             : holderRemaining(key, holder.get(0).getLease()));
         } finally {
+            // Only after an answer: settle() decides for a transaction that gave none.
             if (!used) {
                 revokeLater(lease.getID());
             }
@@ -224,7 +242,7 @@ public final class EtcdLeaseStore implements LeaseStore {
                 return Optional.empty();
             }
             if (granted != ttl) {
-                return rebind(key, owner, ttl);
+                return rebind(key, owner, ttl, leaseId);
             }
             bound.put(rendered, new Bound(owner, leaseId));
             return Optional.of(grant(current.getCreateRevision(), granted));
@@ -232,27 +250,39 @@ public final class EtcdLeaseStore implements LeaseStore {
         return Optional.empty();
     }
 
-    /** Binds the owner's key to a new lease of another length, if the owner still holds it. */
-    private Optional<Grant> rebind(LockKey key, String owner, long ttl) {
+    /**
+     * Binds the owner's key, now on {@code oldLease}, to a new lease of another length, if the
+     * owner still holds it.
+     */
+    private Optional<Grant> rebind(LockKey key, String owner, long ttl, long oldLease) {
         ByteSequence leaseKey = keys.lease(key);
         ByteSequence value = bytes(owner);
         LeaseGrantResponse lease = grantLease("renew", key, ttl);
         boolean used = false;
         try {
-            TxnResponse txn = call(
-                    "renew",
-                    key,
-                    kv.txn()
-                            // IF the key is ours THEN bind it to the new lease (the fence stays)
-                            .If(new Cmp(leaseKey, Cmp.Op.EQUAL, CmpTarget.value(value)))
-                            .Then(Op.put(
-                                    leaseKey,
-                                    value,
-                                    PutOption.builder()
-                                            .withLeaseId(lease.getID())
-                                            .withPrevKV()
-                                            .build()))
-                            .commit());
+            TxnResponse txn;
+            try {
+                txn = call(
+                        "renew",
+                        key,
+                        kv.txn()
+                                // IF the key is ours THEN bind it to the new lease (the fence stays)
+                                .If(new Cmp(leaseKey, Cmp.Op.EQUAL, CmpTarget.value(value)), unsettled(lease.getID()))
+                                .Then(Op.put(
+                                        leaseKey,
+                                        value,
+                                        PutOption.builder()
+                                                .withLeaseId(lease.getID())
+                                                .withPrevKV()
+                                                .build()))
+                                .commit());
+            } catch (LeaseStoreException unanswered) {
+                used = true; // settle() decides whether the new lease is revoked
+                KeyValue applied = settle("renew", key, owner, lease.getID(), unanswered);
+                bound.put(key.render(), new Bound(owner, lease.getID()));
+                revokeLater(oldLease);
+                return Optional.of(grant(applied.getCreateRevision(), lease.getTTL()));
+            }
             if (!txn.isSucceeded()) {
                 forget(key.render(), owner);
                 return Optional.empty();
@@ -263,10 +293,76 @@ public final class EtcdLeaseStore implements LeaseStore {
             revokeLater(previous.getLease());
             return Optional.of(grant(previous.getCreateRevision(), lease.getTTL()));
         } finally {
+            // Only after an answer: settle() decides for a transaction that gave none.
             if (!used) {
                 revokeLater(lease.getID());
             }
         }
+    }
+
+    /**
+     * The condition every transaction binding a key to {@code leaseId} carries: the lease's
+     * settle marker does not exist. Once {@link #settle} has put it, that transaction can no
+     * longer apply, however late it reaches etcd.
+     */
+    private Cmp unsettled(long leaseId) {
+        return new Cmp(keys.settleMarker(leaseId), Cmp.Op.EQUAL, CmpTarget.createRevision(0));
+    }
+
+    /**
+     * Learns the outcome of a transaction binding {@code key} to the new etcd lease {@code leaseId}
+     * that failed without an answer (a timeout, an interrupt, a lost connection): it may have been
+     * applied, and then the key is bound to that lease, so revoking it blindly would delete the
+     * owner's live key. One transaction puts the lease's settle marker, so the pending transaction
+     * can no longer apply, and reads the key in the same revision.
+     *
+     * @return the key, if the pending transaction was applied: the new lease is the key's now
+     * @throws LeaseStoreException {@code failure}, if it was not applied (the new lease is
+     *     revoked; the key is as it was), or if etcd did not answer this either (the new lease is
+     *     kept, as the key may be bound to it, and expires at its TTL)
+     */
+    private KeyValue settle(String operation, LockKey key, String owner, long leaseId, LeaseStoreException failure) {
+        // An interrupt ends the wait for the answer, not the duty to learn the outcome.
+        boolean interrupted = Thread.interrupted();
+        ByteSequence marker = keys.settleMarker(leaseId);
+        try {
+            TxnResponse txn = call(
+                    operation,
+                    key,
+                    kv.txn()
+                            .Then(
+                                    // The marker lives on the new lease, so it goes when the lease does.
+                                    Op.put(
+                                            marker,
+                                            bytes(owner),
+                                            PutOption.builder()
+                                                    .withLeaseId(leaseId)
+                                                    .build()),
+                                    Op.get(keys.lease(key), GetOption.DEFAULT))
+                            .commit());
+            List<KeyValue> found = txn.getGetResponses().get(0).getKvs();
+            KeyValue current = found.isEmpty() ? null : found.get(0);
+            if (ownedBy(current, owner) && current.getLease() == leaseId) {
+                kv.delete(marker); // not awaited: it goes with the lease anyway
+                log.debug("{} of {}: etcd applied the transaction whose answer was lost", operation, key);
+                return current;
+            }
+            revokeLater(leaseId);
+        } catch (LeaseStoreException unknown) {
+            failure.addSuppressed(unknown);
+            // The key may be bound to the new lease: keep it; the next renewal reads which lease it is.
+            forget(key.render(), owner);
+            log.warn(
+                    "{} of {}: the outcome is unknown; etcd lease {} is kept and expires at its TTL",
+                    operation,
+                    key,
+                    leaseId);
+        } finally {
+            if (interrupted) {
+                Thread.currentThread().interrupt();
+            }
+        }
+        throw failure;
     }
 
     @Override

@@ -37,7 +37,9 @@ import org.slf4j.LoggerFactory;
  *       counted ({@link #heartbeatFailures()}) and logged. A heartbeat that finds the request taken
  *       over, or a claim not renewed before its local deadline (last renewal + stale threshold − a
  *       tenth), makes {@link RequestContext#assertOwned()} throw and refuses the SUCCESS mark
- *       ({@code #claimThatCannotBeRenewedExpiresAndCannotCommitItsMark});
+ *       ({@code #claimThatCannotBeRenewedExpiresAndCannotCommitItsMark}); an expired claim stays
+ *       expired, even if a renewal that waited behind a lock gets through after the deadline
+ *       ({@code #expiredClaimIsNotRevivedByALateHeartbeat});
  *   <li>with {@link #executeInTransaction}, the SUCCESS mark is written in the work's own
  *       transaction, token- and fence-checked, and committed with the business write: a rollback
  *       leaves no SUCCESS, a taken-over execution cannot commit, and a failed commit is reported as
@@ -330,6 +332,7 @@ public final class IdempotentExecutor implements AutoCloseable {
         private final long marginNanos;
         private volatile long renewedAtNanos;
         private volatile boolean takenOver;
+        private volatile boolean expired;
         private volatile boolean marked;
         private volatile boolean settled;
         private final AtomicBoolean closed = new AtomicBoolean();
@@ -350,13 +353,19 @@ public final class IdempotentExecutor implements AutoCloseable {
         }
 
         void beat() {
-            if (takenOver || marked || closed.get() || !beating.compareAndSet(false, true)) {
+            if (takenOver || expired || marked || closed.get() || !beating.compareAndSet(false, true)) {
                 return;
             }
             try {
                 long sentAt = System.nanoTime();
                 if (records.heartbeat(handle)) {
-                    renewedAtNanos = sentAt;
+                    if (untilDeadline().isNegative()) {
+                        // The renewal got through after the local deadline: the work may have been told
+                        // meanwhile that its claim expired, so the claim stays expired.
+                        expired = true;
+                    } else {
+                        renewedAtNanos = sentAt;
+                    }
                 } else if (!marked) {
                     takenOver = true;
                     log.warn("request {} was taken over while it ran; its work must stop", handle.id());
@@ -404,7 +413,8 @@ public final class IdempotentExecutor implements AutoCloseable {
                         IdempotencyConflictException.Reason.TAKEN_OVER,
                         "request " + handle.clientKey() + " was taken over by another execution");
             }
-            if (!marked && untilDeadline().isNegative()) {
+            if (!marked && (expired || untilDeadline().isNegative())) {
+                expired = true; // for good: a late renewal does not revive a claim the work saw expire
                 throw new ClaimExpiredException(
                         handle.clientKey(),
                         "last renewed " + TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - renewedAtNanos)

@@ -1,8 +1,9 @@
 package dev.leasehold.idempotency;
 
 import dev.leasehold.jdbc.Database;
+import java.math.BigDecimal;
 import java.sql.Connection;
-import java.sql.ResultSet;
+import java.sql.PreparedStatement;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
@@ -11,38 +12,37 @@ import java.time.Duration;
  * A short row-lock wait for one statement, so that a heartbeat gives up instead of hanging behind
  * a long transaction: PostgreSQL {@code SET LOCAL lock_timeout} (this transaction only), MariaDB
  * {@code SET STATEMENT innodb_lock_wait_timeout = s FOR} (this statement only, whole seconds), H2
- * {@code SET LOCK_TIMEOUT} (the session's, put back afterwards).
+ * {@code SELECT ... FOR UPDATE WAIT s} on the row first (this statement only). Nothing outlives the
+ * transaction: H2's {@code SET LOCK_TIMEOUT} is not used, as it would stay on the pooled session
+ * and H2 has no way to read the value it replaces ({@code
+ * H2IdempotencyTest#heartbeatLeavesTheSessionsLockWaitAsItWas}).
  */
 final class LockTimeouts {
 
-    /** H2's lock timeout of a pooled session, read once: the pool's sessions share it. */
-    private static volatile String h2Default;
-
     private LockTimeouts() {}
 
-    /** Sets the wait on the open transaction of {@code c}; returns what {@link #restore} needs. */
-    static String apply(Connection c, Database database, Duration timeout) throws SQLException {
-        try (Statement s = c.createStatement()) {
-            switch (database) {
-                case POSTGRESQL -> {
+    /**
+     * Bounds the row-lock wait of the open transaction of {@code c} and, where the bound is a
+     * statement of its own (H2), takes the lock of the row {@code id} of {@code table} under it.
+     */
+    static void apply(Connection c, Database database, Duration timeout, String table, String id) throws SQLException {
+        switch (database) {
+            case POSTGRESQL -> {
+                try (Statement s = c.createStatement()) {
                     s.execute("SET LOCAL lock_timeout = '" + timeout.toMillis() + "ms'");
-                    return null;
                 }
-                case H2 -> {
-                    String previous = h2Default;
-                    if (previous == null) {
-                        try (ResultSet rs = s.executeQuery("SELECT SETTING_VALUE FROM INFORMATION_SCHEMA.SETTINGS"
-                                + " WHERE SETTING_NAME = 'LOCK_TIMEOUT'")) {
-                            previous = rs.next() ? rs.getString(1) : null;
-                        }
-                        h2Default = previous;
-                    }
-                    s.execute("SET LOCK_TIMEOUT " + timeout.toMillis());
-                    return previous;
+            }
+            case H2 -> {
+                try (PreparedStatement s =
+                        c.prepareStatement("SELECT id FROM " + table + " WHERE id = ? FOR UPDATE WAIT "
+                                + BigDecimal.valueOf(timeout.toMillis(), 3).toPlainString())) {
+                    s.setQueryTimeout(querySeconds(timeout));
+                    s.setString(1, id);
+                    s.executeQuery().close();
                 }
-                default -> {
-                    return null;
-                }
+            }
+            default -> {
+                // MariaDB: the bound is part of the statement (statement()).
             }
         }
     }
@@ -53,18 +53,6 @@ final class LockTimeouts {
             return "SET STATEMENT innodb_lock_wait_timeout = " + timeout.toSeconds() + " FOR " + sql;
         }
         return sql;
-    }
-
-    /** Puts back what {@link #apply} changed beyond the transaction. */
-    static void restore(Connection c, Database database, String previous) {
-        if (database != Database.H2 || previous == null || !previous.matches("[0-9]+")) {
-            return;
-        }
-        try (Statement s = c.createStatement()) {
-            s.execute("SET LOCK_TIMEOUT " + previous);
-        } catch (SQLException e) {
-            // The connection is broken; the pool discards it with its setting.
-        }
     }
 
     /** A JDBC query timeout (whole seconds) a little above the lock wait. */

@@ -201,10 +201,9 @@ public final class RequestRecords {
     public boolean heartbeat(RequestHandle handle) {
         return Jdbc.autoCommit(dataSource, "heartbeat of request", handle.id(), c -> {
             boolean autoCommit = c.getAutoCommit();
-            String previousH2 = null;
             try {
                 c.setAutoCommit(false);
-                previousH2 = LockTimeouts.apply(c, database, heartbeatLockTimeout);
+                LockTimeouts.apply(c, database, heartbeatLockTimeout, "leasehold_request", handle.id());
                 int updated;
                 try (PreparedStatement s = c.prepareStatement(
                         LockTimeouts.statement(database, heartbeatLockTimeout, sql(Statements.HEARTBEAT_REQUEST)))) {
@@ -220,7 +219,6 @@ public final class RequestRecords {
                 c.rollback();
                 throw e;
             } finally {
-                LockTimeouts.restore(c, database, previousH2);
                 c.setAutoCommit(autoCommit);
             }
         });

@@ -13,6 +13,7 @@ import java.io.File;
 import java.nio.file.Path;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
+import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -121,7 +122,7 @@ abstract class AbstractExactlyOnceTest {
         AtomicInteger runs = new AtomicInteger();
         IdempotentExecutor.Outcome retry = retryUntilAnswered("k-after", pay(runs));
         System.out.printf(
-                "crash after commit (%s): retry answered %d ms after the child started, replayed=%s, runs=%d,"
+                "[crash %s] halted after commit: retry answered %d ms after the child started, replayed=%s, runs=%d,"
                         + " payments=%d%n",
                 database().id(),
                 TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - started),
@@ -406,7 +407,7 @@ abstract class AbstractExactlyOnceTest {
             pool.shutdown();
             assertThat(pool.awaitTermination(30, TimeUnit.SECONDS)).isTrue();
             System.out.printf(
-                    "heartbeat starvation (%s): stale-after %d ms, long transaction %d ms, %d resubmits answered in"
+                    "[starvation %s] stale-after %d ms, long transaction %d ms, %d resubmits answered in"
                             + " progress, payment runs %d, payments %d, heartbeat failures %d%n",
                     database().id(),
                     STALE.toMillis(),
@@ -435,14 +436,10 @@ abstract class AbstractExactlyOnceTest {
             Future<IdempotentExecutor.Outcome> run =
                     pool.submit(() -> executor.executeInTransaction(submission("k-expire"), dataSource(), (tx, c) -> {
                         lockRequestRow(blocker, c.request().id()); // every heartbeat now times out
-                        await().atMost(Duration.ofSeconds(20)).until(() -> {
-                            try {
-                                c.assertOwned();
-                                return false;
-                            } catch (ClaimExpiredException e) {
-                                return true;
-                            }
-                        });
+                        // First a heartbeat that timed out, then the expiry (asking before could end the
+                        // heartbeats before one had failed).
+                        await().atMost(Duration.ofSeconds(20)).until(() -> executor.heartbeatFailures() > 0);
+                        await().atMost(Duration.ofSeconds(20)).until(() -> expired(c));
                         expired.countDown();
                         AbstractIdempotencyTest.book(tx, c.request().id(), 35);
                         return new StoredResponse(201, "too late");
@@ -461,7 +458,101 @@ abstract class AbstractExactlyOnceTest {
         assertThat(records.find(scope, "k-expire").orElseThrow().status()).isEqualTo("ERROR");
     }
 
+    @Test
+    void expiredClaimIsNotRevivedByALateHeartbeat() throws Exception {
+        // Heartbeats wait 30 s for the row lock: the first one is still waiting when the claim expires.
+        stack.close();
+        stack = Stack.open(
+                RequestRecords.builder(dataSource())
+                        .database(database())
+                        .staleAfter(STALE)
+                        .heartbeatLockTimeout(Duration.ofSeconds(30)),
+                dataSource(),
+                database());
+        records = stack.records();
+        executor = stack.executor();
+        ExecutorService pool = Executors.newSingleThreadExecutor();
+        try (Connection blocker = dataSource().getConnection()) {
+            Future<IdempotentExecutor.Outcome> run =
+                    pool.submit(() -> executor.executeInTransaction(submission("k-late"), dataSource(), (tx, c) -> {
+                        String id = c.request().id();
+                        long renewed = updatedAt(id);
+                        lockRequestRow(blocker, id);
+                        await().atMost(Duration.ofSeconds(20)).until(() -> waitsBehind(blocker));
+                        await().atMost(Duration.ofSeconds(20)).until(() -> expired(c));
+                        blocker.rollback(); // the waiting heartbeat gets through now, after the deadline
+                        blocker.setAutoCommit(true);
+                        await().atMost(Duration.ofSeconds(20)).until(() -> updatedAt(id) != renewed);
+                        AbstractIdempotencyTest.book(tx, id, 35);
+                        return new StoredResponse(201, "revived?");
+                    }));
+            assertThatThrownBy(() -> run.get(60, TimeUnit.SECONDS)).hasCauseInstanceOf(ClaimExpiredException.class);
+        } finally {
+            pool.shutdownNow();
+        }
+        assertThat(payments("k-late"))
+                .as("the expired execution's payment rolled back")
+                .isZero();
+        assertThat(records.find(scope, "k-late").orElseThrow().status()).isEqualTo("ERROR");
+    }
+
     // ------------------------------------------------------------------ helpers
+
+    private static boolean expired(RequestContext context) {
+        try {
+            context.assertOwned();
+            return false;
+        } catch (ClaimExpiredException e) {
+            return true;
+        }
+    }
+
+    private long updatedAt(String id) throws SQLException {
+        try (Connection c = dataSource().getConnection();
+                PreparedStatement s = c.prepareStatement("SELECT updated_at_ms FROM leasehold_request WHERE id = ?")) {
+            s.setString(1, id);
+            try (ResultSet rs = s.executeQuery()) {
+                assertThat(rs.next()).isTrue();
+                return rs.getLong(1);
+            }
+        }
+    }
+
+    /** Whether some statement waits for a lock that {@code blocker}'s transaction holds. */
+    private boolean waitsBehind(Connection blocker) throws SQLException {
+        String self;
+        String waiting;
+        switch (database()) {
+            case H2 -> {
+                self = "SELECT SESSION_ID()";
+                waiting = "SELECT COUNT(*) FROM INFORMATION_SCHEMA.SESSIONS WHERE BLOCKER_ID = ?";
+            }
+            case POSTGRESQL -> {
+                self = "SELECT pg_backend_pid()";
+                waiting = "SELECT COUNT(*) FROM pg_stat_activity WHERE ? = ANY(pg_blocking_pids(pid))";
+            }
+            default -> {
+                self = "SELECT CONNECTION_ID()";
+                waiting = "SELECT COUNT(*) FROM information_schema.INNODB_LOCK_WAITS w"
+                        + " JOIN information_schema.INNODB_TRX t ON t.trx_id = w.blocking_trx_id"
+                        + " WHERE t.trx_mysql_thread_id = ?";
+            }
+        }
+        int id;
+        try (PreparedStatement s = blocker.prepareStatement(self);
+                ResultSet rs = s.executeQuery()) {
+            rs.next();
+            id = rs.getInt(1);
+        }
+        try (Connection c = dataSource().getConnection();
+                PreparedStatement s = c.prepareStatement(waiting)) {
+            s.setInt(1, id);
+            try (ResultSet rs = s.executeQuery()) {
+                rs.next();
+                return rs.getLong(1) > 0;
+            }
+        }
+    }
 
     private void lockRequestRow(Connection blocker, String id) throws SQLException {
         blocker.setAutoCommit(false);

@@ -29,10 +29,13 @@ record Stack(RequestRecords records, SideEffects effects, LockService locks, Ide
     }
 
     static Stack open(DataSource dataSource, Database database, Duration staleAfter) {
-        RequestRecords records = RequestRecords.builder(dataSource)
-                .database(database)
-                .staleAfter(staleAfter)
-                .build();
+        return open(RequestRecords.builder(dataSource).database(database).staleAfter(staleAfter), dataSource, database);
+    }
+
+    /** A stack whose records are built by {@code records} (for example with a longer heartbeat lock wait). */
+    static Stack open(RequestRecords.Builder recordsBuilder, DataSource dataSource, Database database) {
+        RequestRecords records = recordsBuilder.build();
+        Duration staleAfter = records.staleAfter();
         SideEffects effects = SideEffects.builder(dataSource)
                 .database(database)
                 .staleAfter(staleAfter)

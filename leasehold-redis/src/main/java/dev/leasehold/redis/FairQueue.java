@@ -38,6 +38,12 @@ import java.util.concurrent.atomic.AtomicLong;
  * one queue TTL after it, so the local deadline is never later than the server's. The lock service
  * renews such a short grant at half its validity, which makes it a full lease. Not with a replica
  * acknowledgement (the take is then a write that is waited for).
+ *
+ * <p>With sharded pub/sub (a Redis 7 cluster) every message is a shard message ({@code SPUBLISH},
+ * which a script may send only to a channel of its keys' slot): a waiter's wake channel is then the
+ * key's own channel, so the hand-off reaches the stores waiting for that key, on the node of its
+ * slot only, and the others among them ask again and keep their places
+ * ({@code RedisClusterConformanceTest.aFairHandOffWakesTheQueuedWaiterByAShardMessage}).
  */
 final class FairQueue {
 
@@ -47,6 +53,8 @@ final class FairQueue {
     private static final int MEMORY = 4096;
 
     final String wakeChannel;
+    /** Whether messages are shard messages: each waiter is then woken on its key's channel. */
+    final boolean sharded;
     /** Whether the store's pub/sub connection listens on {@link #wakeChannel}; guarded by the store's subscription lock. */
     boolean subscribed;
 
@@ -63,7 +71,8 @@ final class FairQueue {
     /** A hand-off announced by a wake-up, not yet taken. */
     private record Pushed(String keyChannel, long fence, long grantedAtMicros, long ttlMillis, long receivedNanos) {}
 
-    FairQueue(String keyPrefix, Duration queueTtl, boolean pushedGrants) {
+    FairQueue(String keyPrefix, Duration queueTtl, boolean pushedGrants, boolean sharded) {
+        this.sharded = sharded;
         byte[] id = new byte[8];
         ThreadLocalRandom.current().nextBytes(id);
         this.wakeChannel = keyPrefix + "wake:" + HexFormat.of().formatHex(id);
@@ -125,7 +134,7 @@ final class FairQueue {
                 owner,
                 millis,
                 queueTtlMillis,
-                wakeChannel,
+                sharded ? keys.channel(key) : wakeChannel,
                 join,
                 counterTtl);
         if (Long.valueOf(0).equals(reply.get(0))) {
@@ -160,7 +169,14 @@ final class FairQueue {
             LockKey key,
             String owner,
             String counterTtl) {
-        return RELEASE.run(redis, ScriptOutputType.INTEGER, keys(keys, key), owner, keys.channel(key), counterTtl);
+        return RELEASE.run(
+                redis,
+                ScriptOutputType.INTEGER,
+                keys(keys, key),
+                owner,
+                keys.channel(key),
+                counterTtl,
+                sharded ? "SPUBLISH" : "PUBLISH");
     }
 
     private void remember(String owner, long sent) {

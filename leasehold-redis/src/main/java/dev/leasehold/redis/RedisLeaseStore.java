@@ -142,12 +142,12 @@ public final class RedisLeaseStore implements LeaseStore {
         this.pubSubFactory = builder.pubSubFactory;
         this.keys = new RedisKeys(builder.keyPrefix);
         this.name = builder.name;
-        this.fair = builder.fairQueueTtl == null
-                ? null
-                : new FairQueue(builder.keyPrefix, builder.fairQueueTtl, builder.acknowledgement == null);
         this.cluster = builder.cluster;
         this.sharded = builder.sharded;
         this.publish = sharded ? "SPUBLISH" : "PUBLISH";
+        this.fair = builder.fairQueueTtl == null
+                ? null
+                : new FairQueue(builder.keyPrefix, builder.fairQueueTtl, builder.acknowledgement == null, sharded);
         for (Script script : List.of(
                 ACQUIRE, ACQUIRE_ALL, RENEW, RELEASE, FORCE_RELEASE, INSPECT, FairQueue.ACQUIRE, FairQueue.RELEASE)) {
             try {
@@ -237,10 +237,20 @@ public final class RedisLeaseStore implements LeaseStore {
      * LockKey#withHashTag hash tag} share a slot), taken in the order of the batch's keys. Each
      * script grants all its keys or none, atomically; when a later slot's key is busy, what the
      * earlier scripts granted is released again, so the batch is still all or nothing (tests:
-     * {@code RedisBatchTest}).
+     * {@code LeaseStoreConformance.aStoreBatchIsGrantedWhollyOrNotAtAll}, {@code
+     * RedisClusterConformanceTest.aBatchAcrossSlotsIsOneScriptPerSlotAndAllOrNothing}). A batch
+     * refused for want of a replica acknowledgement undoes only its new grants; leases the owner
+     * held before are kept ({@code
+     * RedisReplicaAcknowledgementTest.aBatchNotAcknowledgedKeepsTheLeasesItsOwnerHeldBefore}). In the
+     * {@linkplain Builder#fairQueue fair mode} the keys are taken one by one with the fair scripts
+     * instead, so a batch never passes a waiter queued in Redis, and a key given back hands off to
+     * the head of its queue ({@code RedisFairQueueTest.aBatchIsRefusedAKeyWhoseQueueHasALiveWaiterAndHoldsNothing}).
      */
     @Override
     public BatchAcquireResult tryAcquireAll(List<LockKey> batch, String owner, Duration leaseFor) {
+        if (fair != null) {
+            return LeaseStore.super.tryAcquireAll(batch, owner, leaseFor);
+        }
         LeaseStore.checkBatch(batch);
         batch.forEach(key -> checkOwner(key, owner));
         String millis = millis(leaseFor);
@@ -251,8 +261,12 @@ public final class RedisLeaseStore implements LeaseStore {
             try {
                 reply = acquireGroup(group, owner, millis);
             } catch (RuntimeException e) {
-                // the failed script may have been applied: release its keys with the fresh ones
-                releaseQuietly(group, owner, e);
+                // An acknowledgement shortfall has already undone the group's new grants and kept
+                // what the owner held before. Any other failure leaves the group's outcome unknown:
+                // its keys are not released, since one may be a lease the owner held before the
+                // call (a re-entry); a grant the caller was not told of expires with leaseFor, as
+                // after a single acquire whose reply is lost. The earlier groups' new grants are
+                // known, and released.
                 releaseQuietly(fresh, owner, e);
                 throw e;
             }
@@ -470,7 +484,7 @@ public final class RedisLeaseStore implements LeaseStore {
             if (first) {
                 try {
                     // Returns once the server confirmed: a release published after this is delivered.
-                    if (fair != null && !fair.subscribed) {
+                    if (fair != null && !fair.sharded && !fair.subscribed) {
                         pubSub().sync().subscribe(fair.wakeChannel); // hand-offs to this store's waiters
                         fair.subscribed = true;
                     }
@@ -506,7 +520,10 @@ public final class RedisLeaseStore implements LeaseStore {
 
                 @Override
                 public void smessage(String shardChannel, String message) {
-                    deliver(shardChannel, message);
+                    String[] routed = fair != null && message.startsWith(shardChannel + " ")
+                            ? fair.route(message) // a hand-off, on the key's own shard channel
+                            : new String[] {shardChannel, message};
+                    deliver(routed[0], routed[1]);
                 }
 
                 @Override

@@ -1,5 +1,6 @@
 package dev.leasehold.redis;
 
+import io.lettuce.core.RedisCommandExecutionException;
 import io.lettuce.core.RedisException;
 import io.lettuce.core.api.sync.RedisServerCommands;
 import java.util.ArrayList;
@@ -124,22 +125,30 @@ final class ServerChecks {
 
     /**
      * Refuses a server whose {@code maxmemory-policy} evicts keys unless {@code allowEviction}; a
-     * server that refuses {@code CONFIG GET} (managed Redis often does) is logged and accepted.
+     * server that refuses {@code CONFIG GET} with an error reply (managed Redis often does) is
+     * logged and accepted. A server that does not answer at all (a timeout, a dropped connection)
+     * has not been checked, and is refused.
      *
-     * @throws IllegalStateException naming the server and its policy
+     * @throws IllegalStateException naming the server and its policy, or the failure to read it
      */
     static void checkEviction(String server, RedisServerCommands<String, String> commands, boolean allowEviction) {
         String policy;
         try {
             Map<String, String> reply = commands.configGet("maxmemory-policy");
             policy = reply.get("maxmemory-policy");
-        } catch (RedisException e) {
+        } catch (RedisCommandExecutionException e) {
             log.warn(
                     "cannot read maxmemory-policy of Redis at {} (CONFIG GET refused: {}); make sure it is"
                             + " noeviction: an evicted lease is granted to a second holder",
                     server,
                     e.getMessage());
             return;
+        } catch (RedisException e) {
+            throw new IllegalStateException(
+                    "could not check maxmemory-policy of Redis at " + server + ": CONFIG GET got no answer ("
+                            + e.getMessage() + "); an evicting server would grant an evicted lease to a second"
+                            + " holder, so the store is not built unchecked",
+                    e);
         }
         if (policy == null) {
             log.warn("Redis at {} did not report maxmemory-policy; make sure it is noeviction", server);

@@ -1,15 +1,17 @@
 -- fair release: compare-and-delete, then hand the key to the first live waiter in the same step
 --
 -- KEYS as in fair-acquire.lua: 1 lease hash, 2 fence counter, 3 queue ZSET, 4 queue entries HASH
--- ARGV[1] owner, ARGV[2] the key's release channel, ARGV[3] how long the fence counter stays, ms
+-- ARGV[1] owner, ARGV[2] the key's release channel, ARGV[3] how long the fence counter stays, ms,
+-- ARGV[4] PUBLISH, or SPUBLISH with sharded pub/sub (a waiter's wake channel is then the key's
+-- channel, in the lease's slot); sent with pcall, as in release.lua
 --
 --   IF the lease KEYS[1] exists AND its owner = ARGV[1]
 --     THEN delete it; then, from the head of the queue, drop expired entries; for the first live one:
 --          fence := next fence; lease := {waiter, fence, handed} with TTL = the rest of the waiter's queue TTL
 --          (a waiter that stopped asking holds the key no longer than its queue TTL allowed); remove
---          its entry; PUBLISH '<ARGV[2]> r:<old fence> <sha1(waiter)> <fence> <ttl_ms> <time_s> <time_us>'
+--          its entry; ARGV[4] '<ARGV[2]> r:<old fence> <sha1(waiter)> <fence> <ttl_ms> <time_s> <time_us>'
 --          to the waiter's own wake channel only                                                  -> 1
---          With no live waiter, PUBLISH 'r:<old fence>' to the key's channel                     -> 1
+--          With no live waiter, ARGV[4] 'r:<old fence>' to the key's channel                     -> 1
 --   ELSE change nothing                                                                            -> 0
 --
 -- The waiter takes the handed-off lease with its next acquire (owner = itself: the TTL becomes its
@@ -38,11 +40,11 @@ while true do
       redis.call('HSET', KEYS[1], 'owner', waiter, 'fence', text, 'handed', '1')
       redis.call('PEXPIRE', KEYS[1], expires - now_ms)
       -- the grant travels with the wake-up, named by the SHA-1 of the waiter's token (never the token)
-      redis.call('PUBLISH', channel, ARGV[2] .. ' r:' .. lease[2] .. ' ' .. redis.sha1hex(waiter) .. ' ' .. text
+      redis.pcall(ARGV[4], channel, ARGV[2] .. ' r:' .. lease[2] .. ' ' .. redis.sha1hex(waiter) .. ' ' .. text
         .. ' ' .. (expires - now_ms) .. ' ' .. now[1] .. ' ' .. now[2])
       return 1
     end
   end
 end
-redis.call('PUBLISH', ARGV[2], 'r:' .. lease[2])
+redis.pcall(ARGV[4], ARGV[2], 'r:' .. lease[2])
 return 1

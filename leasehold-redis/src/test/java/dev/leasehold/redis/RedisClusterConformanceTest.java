@@ -66,13 +66,9 @@ class RedisClusterConformanceTest extends LeaseStoreConformance {
                 "--cluster-replicas",
                 "0",
                 "--cluster-yes");
-        long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
-        while (!redis.cli("-p", String.valueOf(ports[0]), "cluster", "info").contains("cluster_state:ok")) {
-            if (System.nanoTime() > deadline) {
-                throw new IllegalStateException("cluster did not become ok");
-            }
-            Thread.sleep(100);
-        }
+        redis.await("the cluster to report cluster_state:ok", Duration.ofSeconds(30), () -> redis.cli(
+                        "-p", String.valueOf(ports[0]), "cluster", "info")
+                .contains("cluster_state:ok"));
         client = RedisClusterClient.create(
                 List.of(RedisURI.create("127.0.0.1", ports[0]), RedisURI.create("127.0.0.1", ports[1])));
         probe = client.connect();
@@ -206,23 +202,103 @@ class RedisClusterConformanceTest extends LeaseStoreConformance {
                         .isZero();
             }
             assertThat(store.release(key, holder)).isTrue();
-            Map<Integer, CommandStats> after;
-            try (Lease lease = waiting.get(30, TimeUnit.SECONDS)) {
-                assertThat(lease.fence()).isPositive();
-                after = statsOfEveryNode(); // before the waiter's own release publishes again
-            }
-            assertThat(after.get(slotOwner).since(before.get(slotOwner), "spublish"))
-                    .as("shard messages sent on the node of the key's slot by the release")
-                    .isEqualTo(1);
-            for (int port : PORTS) {
-                assertThat(after.get(port).since(before.get(port), "publish"))
-                        .as("classic PUBLISH on node %d", port)
-                        .isZero();
-            }
+            assertTheWaiterWokenByOneShardMessage(waiting, before, slotOwner);
         } finally {
             thread.shutdownNow();
             waiterClient.shutdown();
         }
+    }
+
+    /**
+     * In the fair mode ({@code fairQueue}) on a cluster, a release hands the key to the waiter
+     * queued in Redis and wakes it by a shard message on the node of the key's slot ({@code
+     * SPUBLISH}, heard by the waiter's {@code SSUBSCRIBE}), never by classic {@code PUBLISH}. The
+     * waiter's poll is longer than its wait and the holder's lease (60 s) far longer, so only the
+     * wake-up can end its wait in time.
+     */
+    @Test
+    void aFairHandOffWakesTheQueuedWaiterByAShardMessage() throws Exception {
+        LockKey key = key("fair-sharded");
+        String channel = KEYS.channel(key);
+        int slotOwner = probe.getPartitions()
+                .getPartitionBySlot(SlotHash.getSlot(channel))
+                .getUri()
+                .getPort();
+        ExecutorService thread = Executors.newSingleThreadExecutor();
+        try (RedisLeaseStore holderStore = fairStore();
+                RedisLeaseStore waiterStore = fairStore();
+                LockService waiters = LockService.builder(waiterStore)
+                        .maxPoll(Duration.ofMinutes(1))
+                        .build()) {
+            assertThat(waiterStore.shardedNotices()).isTrue();
+            String holder = LockOwner.create("holder").token();
+            assertThat(holderStore.tryAcquire(key, holder, Duration.ofSeconds(60)))
+                    .isInstanceOf(AcquireResult.Granted.class);
+            var waiting = thread.submit(
+                    () -> waiters.acquire(key, LeaseOptions.defaults().withWait(Duration.ofSeconds(30))));
+            Awaitility.await("the waiter queued in Redis and subscribed on the node of the key's slot")
+                    .atMost(Duration.ofSeconds(10))
+                    .until(() -> node(slotOwner).zcard(KEYS.lease(key) + ":queue") == 1L
+                            && node(slotOwner).pubsubShardNumsub(channel).get(channel) == 1L);
+            Map<Integer, CommandStats> before = statsOfEveryNode();
+
+            assertThat(holderStore.release(key, holder)).isTrue();
+            assertTheWaiterWokenByOneShardMessage(waiting, before, slotOwner);
+        } finally {
+            thread.shutdownNow();
+        }
+    }
+
+    /**
+     * In the fair mode on a cluster, a release with nobody queued in Redis announces itself on
+     * the key's shard channel, so a subscriber there ({@code SSUBSCRIBE}) hears of it.
+     */
+    @Test
+    void aFairReleaseWithNobodyQueuedReachesAShardSubscriber() throws Exception {
+        LockKey key = key("fair-sharded-empty");
+        try (RedisLeaseStore holderStore = fairStore();
+                RedisLeaseStore listenerStore = fairStore()) {
+            List<ReleaseNotice> notices = new java.util.concurrent.CopyOnWriteArrayList<>();
+            ReleaseSubscription subscription = listenerStore.subscribe(key, notices::add);
+            try {
+                String holder = LockOwner.create("holder").token();
+                long fence = ((AcquireResult.Granted) holderStore.tryAcquire(key, holder, Duration.ofSeconds(60)))
+                        .grant()
+                        .fence();
+                assertThat(holderStore.release(key, holder)).isTrue();
+                Awaitility.await("the release notice on the key's shard channel")
+                        .atMost(Duration.ofSeconds(10))
+                        .until(() -> notices.contains(new ReleaseNotice(key.render(), fence, false)));
+            } finally {
+                subscription.close();
+            }
+        }
+    }
+
+    /**
+     * The waiter gets its lease in time, and since {@code before} the release sent one shard
+     * message on the node of the key's slot and no classic PUBLISH on any node.
+     */
+    private static void assertTheWaiterWokenByOneShardMessage(
+            java.util.concurrent.Future<Lease> waiting, Map<Integer, CommandStats> before, int slotOwner)
+            throws Exception {
+        Map<Integer, CommandStats> after;
+        try (Lease lease = waiting.get(30, TimeUnit.SECONDS)) {
+            assertThat(lease.isHeld()).isTrue();
+            after = statsOfEveryNode(); // before the waiter's own release publishes again
+        }
+        assertThat(after.get(slotOwner).since(before.get(slotOwner), "spublish"))
+                .as("shard messages sent on the node of the key's slot by the release")
+                .isEqualTo(1);
+        for (int port : PORTS) {
+            assertThat(after.get(port).since(before.get(port), "publish"))
+                    .as("classic PUBLISH on node %d", port)
+                    .isZero();
+        }
+    }
+
+    private static RedisLeaseStore fairStore() {
+        return RedisLeaseStore.builder(client).fairQueue(Duration.ofSeconds(10)).build();
     }
 
     /**
@@ -314,6 +390,65 @@ class RedisClusterConformanceTest extends LeaseStoreConformance {
                 .as("the fences of one batch: distinct, increasing in the batch's order")
                 .doesNotHaveDuplicates()
                 .isSorted();
+    }
+
+    /**
+     * The same through the lock service ({@code LockService.acquireAll} and {@code tryAcquireAll}):
+     * a batch of ten keys with one hash tag is ONE script on the node of its slot, and none on the
+     * other nodes; refused as a whole, holding nothing, when one key is busy (again one script);
+     * every key renewed and released on its own afterwards.
+     */
+    @Test
+    void aBatchOfTenKeysWithOneHashTagThroughTheLockServiceIsOneScriptCall() throws Exception {
+        List<LockKey> loans = IntStream.range(0, 10)
+                .mapToObj(i -> key("B8", "L" + i).withHashTag(0))
+                .toList();
+        int shard = probe.getPartitions()
+                .getPartitionBySlot(SlotHash.getSlot(KEYS.lease(loans.get(0))))
+                .getUri()
+                .getPort();
+        LockService service = service();
+        LeaseOptions options = LeaseOptions.builder()
+                .leaseFor(Duration.ofSeconds(3))
+                .waitFor(Duration.ofSeconds(5))
+                .build();
+        // the service's first grant subscribes to force-release notices (no script): not counted
+        try (Lease warm = service.acquire(key("warm-up"), options)) {
+            assertThat(warm.isHeld()).isTrue();
+        }
+
+        String stranger = heldByAStranger(loans.get(6));
+        Map<Integer, CommandStats> beforeRefusal = statsOfEveryNode();
+        assertThat(service.tryAcquireAll(loans, options)).isEmpty();
+        assertScriptCalls(beforeRefusal, Map.of(shard, 1L));
+        for (LockKey loan : loans) {
+            if (!loan.equals(loans.get(6))) {
+                assertThat(rawLease(loan)).as("%s after the refusal", loan).isEmpty();
+            }
+        }
+        assertThat(store.release(loans.get(6), stranger)).isTrue();
+
+        Map<Integer, CommandStats> before = statsOfEveryNode();
+        try (var group = service.acquireAll(loans, options)) {
+            assertScriptCalls(before, Map.of(shard, 1L));
+            assertThat(group.leases()).extracting(Lease::key).containsExactlyElementsOf(loans);
+            for (Lease lease : group.leases()) {
+                assertThat(rawLease(lease.key())).contains(new RawLease(lease.ownerToken(), lease.fence()));
+            }
+            // renewed key by key (every lease/3 = 1 s): each lease's end moves on twice
+            List<java.time.Instant> granted =
+                    group.leases().stream().map(Lease::validUntil).toList();
+            Awaitility.await("every key renewed")
+                    .atMost(Duration.ofSeconds(20))
+                    .until(() -> IntStream.range(0, loans.size()).allMatch(i -> group.leases()
+                            .get(i)
+                            .validUntil()
+                            .isAfter(granted.get(i).plusMillis(1500))));
+            assertThat(group.isHeld()).isTrue();
+        }
+        for (LockKey loan : loans) {
+            assertThat(rawLease(loan)).as("%s released", loan).isEmpty();
+        }
     }
 
     /**

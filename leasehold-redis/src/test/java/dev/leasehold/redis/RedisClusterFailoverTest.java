@@ -170,9 +170,9 @@ class RedisClusterFailoverTest {
 
     /**
      * Moves the keys' slot (they share it) from its master to another: IMPORTING and MIGRATING,
-     * then the keys one by one with a pause between (a script that finds one key moved and the
-     * other not is answered TRYAGAIN, a missing key ASK), then the slot's new owner announced to
-     * every master.
+     * then the keys one by one, each time until the source has answered clients ASK or TRYAGAIN (a
+     * script that finds one key moved and the other not is answered TRYAGAIN, a missing key ASK),
+     * then the slot's new owner announced to every master.
      */
     private void migrate(String firstKey, String secondKey) throws Exception {
         int slot = SlotHash.getSlot(firstKey);
@@ -189,14 +189,32 @@ class RedisClusterFailoverTest {
         cli(target, "cluster", "setslot", String.valueOf(slot), "importing", sourceId);
         cli(source, "cluster", "setslot", String.valueOf(slot), "migrating", targetId);
         for (String key : List.of(secondKey, firstKey)) {
+            long before = redirections(source);
             cli(source, "migrate", "127.0.0.1", String.valueOf(ports[target]), key, "0", "5000");
-            Thread.sleep(500); // clients meet the half-migrated slot: ASK and TRYAGAIN
+            // the clients meet the half-migrated slot: the source answers them ASK or TRYAGAIN
+            int from = source;
+            redis.await(
+                    "clients to be answered ASK or TRYAGAIN by node " + ports[source] + " after moving " + key,
+                    Duration.ofSeconds(30),
+                    () -> redirections(from) > before);
         }
         for (int i = 0; i < ports.length; i++) {
             if (processes[i].isAlive() && isMaster(i)) {
                 cli(i, "cluster", "setslot", String.valueOf(slot), "node", targetId);
             }
         }
+    }
+
+    /** The ASK and TRYAGAIN answers the node has given ({@code INFO errorstats}). */
+    private long redirections(int node) throws Exception {
+        long count = 0;
+        for (String line : cli(node, "info", "errorstats").split("\n")) {
+            if (line.startsWith("errorstat_ASK:") || line.startsWith("errorstat_TRYAGAIN:")) {
+                count += Long.parseLong(
+                        line.substring(line.indexOf("count=") + 6).trim());
+            }
+        }
+        return count;
     }
 
     private String cli(int node, String... args) throws Exception {

@@ -10,11 +10,13 @@ import dev.leasehold.LockKey;
 import dev.leasehold.LockOwner;
 import dev.leasehold.LockService;
 import dev.leasehold.spi.AcquireResult;
+import dev.leasehold.spi.BatchAcquireResult;
 import dev.leasehold.spi.ReleaseNotice;
 import dev.leasehold.spi.ReleaseSubscription;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.api.StatefulRedisConnection;
 import java.time.Duration;
+import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.ExecutorService;
@@ -346,6 +348,43 @@ class RedisFairQueueTest {
 
     private static long queued(LockKey key) {
         return probe.sync().zcard("fairq-test:{" + key.render() + "}:queue");
+    }
+
+    /**
+     * The holder's lease runs out (it never releases, so nothing is handed off): the key is free
+     * but a waiter of another store holds the head of its queue. A batch with that key is refused
+     * and holds nothing; the waiter then gets the key.
+     */
+    @Test
+    void aBatchIsRefusedAKeyWhoseQueueHasALiveWaiterAndHoldsNothing() {
+        LockKey free = newKey();
+        LockKey queued = newKey();
+        try (RedisLeaseStore holderStore = fairStore(Duration.ofSeconds(30));
+                RedisLeaseStore waiterStore = fairStore(Duration.ofSeconds(30));
+                RedisLeaseStore batchStore = fairStore(Duration.ofSeconds(30))) {
+            assertThat(holderStore.tryAcquire(queued, "holder-0000000000", Duration.ofMillis(300)))
+                    .isInstanceOf(AcquireResult.Granted.class);
+            for (int ask = 0; ask < 2; ask++) { // the second ask takes a place
+                assertThat(waiterStore.tryAcquire(queued, "waiter-0000000000", Duration.ofSeconds(30)))
+                        .isInstanceOf(AcquireResult.Busy.class);
+            }
+            Awaitility.await("the holder's lease ran out")
+                    .atMost(Duration.ofSeconds(10))
+                    .pollInterval(Duration.ofMillis(20))
+                    .until(() -> holderStore.inspect(queued).isEmpty());
+
+            BatchAcquireResult batch =
+                    batchStore.tryAcquireAll(List.of(free, queued), "batch-00000000000", Duration.ofSeconds(30));
+
+            assertThat(batch).isInstanceOf(BatchAcquireResult.Busy.class);
+            assertThat(((BatchAcquireResult.Busy) batch).key()).isEqualTo(queued);
+            assertThat(batchStore.inspect(free))
+                    .as("nothing of the refused batch is held")
+                    .isEmpty();
+            assertThat(waiterStore.tryAcquire(queued, "waiter-0000000000", Duration.ofSeconds(30)))
+                    .as("the queued waiter's next ask")
+                    .isInstanceOf(AcquireResult.Granted.class);
+        }
     }
 
     @Test

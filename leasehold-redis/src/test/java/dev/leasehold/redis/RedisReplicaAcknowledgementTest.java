@@ -120,6 +120,34 @@ class RedisReplicaAcknowledgementTest {
     }
 
     /**
+     * A batch refused for want of an acknowledgement undoes only its new grants: a key of the batch
+     * the owner held before the call is still held, so its holder is not left believing it holds a
+     * released key.
+     */
+    @Test
+    void aBatchNotAcknowledgedKeepsTheLeasesItsOwnerHeldBefore() throws Exception {
+        LockKey held = LockKey.of("borrow", "B-batch-held");
+        LockKey fresh = LockKey.of("borrow", "B-batch-fresh");
+        try (RedisLeaseStore store = acknowledgingStore(masterPort)) {
+            String holder = owner();
+            long fence = fence(store.tryAcquire(held, holder, Duration.ofSeconds(30)));
+            LocalRedis.signal(replica, "STOP");
+            ReplicaAcknowledgementException refused = catchThrowableOfType(
+                    ReplicaAcknowledgementException.class,
+                    () -> store.tryAcquireAll(List.of(held, fresh), holder, Duration.ofSeconds(30)));
+            assertThat(refused).isNotNull();
+            assertThat(refused.getMessage()).contains("leases held before by the same owner are kept");
+            assertThat(store.inspect(held))
+                    .as("the lease held before the batch")
+                    .hasValueSatisfying(info -> {
+                        assertThat(info.ownerToken()).isEqualTo(holder);
+                        assertThat(info.fence()).isEqualTo(fence);
+                    });
+            assertThat(store.inspect(fresh)).as("the batch's new grant").isEmpty();
+        }
+    }
+
+    /**
      * What the acknowledgement buys, with the same lag as the Sentinel canary: the replica is cut
      * off, so a grant made on the master alone is refused to its caller, and after the master dies
      * the promoted replica knows every holder that was told it holds its key.

@@ -9,6 +9,7 @@ import dev.leasehold.idempotency.IdempotencyConflictException;
 import dev.leasehold.idempotency.IdempotencyKeys;
 import dev.leasehold.idempotency.IdempotentExecutor;
 import dev.leasehold.idempotency.InvalidIdempotencyKeyException;
+import io.micrometer.observation.Observation;
 import java.lang.reflect.Method;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
@@ -31,7 +32,9 @@ import org.springframework.transaction.support.TransactionSynchronizationManager
 /**
  * Runs {@link Idempotent} methods: claims the request record, runs the method in a transaction of
  * the application's transaction manager (joining the caller's), writes the SUCCESS mark in that
- * transaction, and settles the record when the transaction ends. Thread-safe.
+ * transaction, and settles the record when the transaction ends. Each call past the key checks is
+ * one {@link LeaseholdObservations#IDEMPOTENT} observation with its outcome ({@code
+ * AuditAndObservationTest#idempotentMethodIsObservedWithItsOutcome}). Thread-safe.
  */
 final class IdempotentInterceptor implements MethodInterceptor {
 
@@ -45,13 +48,19 @@ final class IdempotentInterceptor implements MethodInterceptor {
     private final Supplier<Services> services;
     private final LeaseholdProperties properties;
     private final Consumer<String> outcomes;
+    private final LeaseholdObservations observations;
     private final KeyExpressions expressions = new KeyExpressions();
     private volatile IdempotentResponses responses;
 
-    IdempotentInterceptor(Supplier<Services> services, LeaseholdProperties properties, Consumer<String> outcomes) {
+    IdempotentInterceptor(
+            Supplier<Services> services,
+            LeaseholdProperties properties,
+            Consumer<String> outcomes,
+            LeaseholdObservations observations) {
         this.services = services;
         this.properties = properties;
         this.outcomes = outcomes;
+        this.observations = observations;
     }
 
     @Override
@@ -84,6 +93,34 @@ final class IdempotentInterceptor implements MethodInterceptor {
         Services s = services.get();
         IdempotentResponses answers = responses(s);
         String scope = scope(idempotent, targetClass, specific, context);
+        Observation observation = observations.startIdempotent(scope);
+        Consumer<String> outcome = o -> {
+            outcomes.accept(o);
+            LeaseholdObservations.outcome(observation, o);
+        };
+        Observation.Scope opened = observation.openScope();
+        try {
+            return observed(invocation, idempotent, specific, context, key, scope, s, answers, outcome);
+        } catch (Throwable t) {
+            observation.error(t);
+            throw t;
+        } finally {
+            opened.close();
+            observation.stop();
+        }
+    }
+
+    private Object observed(
+            MethodInvocation invocation,
+            Idempotent idempotent,
+            Method specific,
+            EvaluationContext context,
+            String key,
+            String scope,
+            Services s,
+            IdempotentResponses answers,
+            Consumer<String> outcomes)
+            throws Throwable {
         Object payload = idempotent.payload().isEmpty()
                 ? IdempotentScopes.payload(specific, invocation.getArguments())
                 : expressions.value(idempotent.payload(), context);
@@ -122,7 +159,7 @@ final class IdempotentInterceptor implements MethodInterceptor {
             throw new IdempotencyKeyReusedException(key);
         }
         IdempotentExecutor.Execution execution = ((IdempotentExecutor.Started) start).execution();
-        return runClaimed(execution, invocation, specific, handler, key, s, answers);
+        return runClaimed(execution, invocation, specific, handler, key, s, answers, outcomes);
     }
 
     private Object runClaimed(
@@ -132,7 +169,8 @@ final class IdempotentInterceptor implements MethodInterceptor {
             boolean handler,
             String key,
             Services s,
-            IdempotentResponses answers)
+            IdempotentResponses answers,
+            Consumer<String> outcomes)
             throws Throwable {
         Settlement settlement = new Settlement(execution);
         TransactionStatus transaction;

@@ -383,6 +383,7 @@ public class LeaseholdAutoConfiguration {
                 ObjectProvider<LeaseholdProperties> properties,
                 ObjectProvider<LeaseholdMetrics> metrics,
                 ObjectProvider<DataSource> dataSource,
+                ObjectProvider<LeaseholdObservations> observations,
                 ListableBeanFactory beans) {
             LazyInterceptor<IdempotentInterceptor> interceptor = new LazyInterceptor<>(() -> new IdempotentInterceptor(
                     new IdempotentServices(executor, properties, dataSource, beans),
@@ -392,7 +393,8 @@ public class LeaseholdAutoConfiguration {
                         if (m != null) {
                             m.idempotency(outcome);
                         }
-                    }));
+                    },
+                    observations.getIfAvailable(() -> new LeaseholdObservations(ObservationRegistry.NOOP))));
             DefaultPointcutAdvisor advisor = new DefaultPointcutAdvisor(
                     AnnotationMatchingPointcut.forMethodAnnotation(Idempotent.class), interceptor);
             advisor.setOrder(IDEMPOTENT_ORDER);

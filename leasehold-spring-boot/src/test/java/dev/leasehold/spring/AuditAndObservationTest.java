@@ -194,6 +194,62 @@ class AuditAndObservationTest {
                         LeaseholdObservations.ACQUIRE, LeaseholdObservations.HOLD, LeaseholdObservations.ACQUIRE);
     }
 
+    /** An idempotent booking: counts its runs. */
+    public static class Bookings {
+        final java.util.concurrent.atomic.AtomicInteger runs = new java.util.concurrent.atomic.AtomicInteger();
+
+        @Idempotent(key = "#key", scope = "'bookings'", perCaller = false)
+        public String book(String key, int amount) {
+            runs.incrementAndGet();
+            return "booked " + amount;
+        }
+
+        public int runs() {
+            return runs.get();
+        }
+    }
+
+    @Test
+    void idempotentMethodIsObservedWithItsOutcome() {
+        TestObservationRegistry registry = TestObservationRegistry.create();
+        List<String> stopped = recordStops(registry);
+        new ApplicationContextRunner()
+                .withConfiguration(AutoConfigurations.of(
+                        AopAutoConfiguration.class,
+                        org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration.class,
+                        LeaseholdAutoConfiguration.class))
+                .withPropertyValues(
+                        "spring.datasource.url=jdbc:h2:mem:observed-" + System.nanoTime() + ";DB_CLOSE_DELAY=-1",
+                        "leasehold.stale-scan.enabled=false")
+                .withBean(ObservationRegistry.class, () -> registry)
+                .withBean(Bookings.class)
+                .run(context -> {
+                    Bookings bookings = context.getBean(Bookings.class);
+                    assertThat(bookings.book("b-1", 35)).isEqualTo("booked 35");
+                    assertThat(bookings.book("b-1", 35)).isEqualTo("booked 35");
+                    org.assertj.core.api.Assertions.assertThatThrownBy(() -> bookings.book("b-1", 36))
+                            .isInstanceOf(IdempotencyKeyReusedException.class);
+                    assertThat(bookings.runs()).isEqualTo(1);
+                });
+        TestObservationRegistryAssert.assertThat(registry)
+                .hasNumberOfObservationsWithNameEqualTo(LeaseholdObservations.IDEMPOTENT, 3)
+                .hasAnObservation(o -> o.hasNameEqualTo(LeaseholdObservations.IDEMPOTENT)
+                        .hasLowCardinalityKeyValue("outcome", "executed")
+                        .hasHighCardinalityKeyValue("scope", "bookings"))
+                .hasAnObservation(o -> o.hasNameEqualTo(LeaseholdObservations.IDEMPOTENT)
+                        .hasLowCardinalityKeyValue("outcome", "replayed"))
+                .hasAnObservation(o -> o.hasNameEqualTo(LeaseholdObservations.IDEMPOTENT)
+                        .hasLowCardinalityKeyValue("outcome", "mismatch")
+                        .assertThatError()
+                        .isInstanceOf(IdempotencyKeyReusedException.class));
+        assertThat(stopped)
+                .as("each call's observation is stopped")
+                .containsExactly(
+                        LeaseholdObservations.IDEMPOTENT,
+                        LeaseholdObservations.IDEMPOTENT,
+                        LeaseholdObservations.IDEMPOTENT);
+    }
+
     @Test
     void theIdempotentHookObservesOneExecution() {
         TestObservationRegistry registry = TestObservationRegistry.create();

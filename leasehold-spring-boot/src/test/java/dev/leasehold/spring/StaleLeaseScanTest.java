@@ -5,30 +5,47 @@ import static org.awaitility.Awaitility.await;
 
 import dev.leasehold.HeldLeaseInfo;
 import dev.leasehold.Lease;
+import dev.leasehold.LeaseEventType;
 import dev.leasehold.LeaseOptions;
 import dev.leasehold.LockKey;
 import dev.leasehold.LockService;
+import dev.leasehold.Ticker;
 import dev.leasehold.memory.InMemoryLeaseStore;
+import java.time.Clock;
 import java.time.Duration;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import org.junit.jupiter.api.Test;
 
 class StaleLeaseScanTest {
 
+    /**
+     * Time is a ticker the test moves (the store's expiry and the service's held-for share it), in
+     * steps of half the lease, each followed by two renewals, the second one surely sent at the new
+     * time: a slow machine can delay the renewals but never lets the lease lapse.
+     */
     @Test
     void reportsALeaseKeptAliveFarBeyondItsLeaseTimeAndNothingElse() {
         LeaseholdProperties.StaleScan settings = new LeaseholdProperties.StaleScan();
         settings.setLeaseMultiple(3);
         AtomicInteger gauge = new AtomicInteger(-1);
-        try (LockService locks = LockService.builder(new InMemoryLeaseStore()).build()) {
+        AtomicLong now = new AtomicLong();
+        Ticker ticker = now::get;
+        AtomicInteger renewals = new AtomicInteger();
+        LockKey stuck = LockKey.of("borrow", "stuck");
+        try (LockService locks = LockService.builder(new InMemoryLeaseStore(ticker, Clock.systemUTC()))
+                .ticker(ticker)
+                .listener(event -> {
+                    if (event.type() == LeaseEventType.RENEWED && event.key().equals(stuck)) {
+                        renewals.incrementAndGet();
+                    }
+                })
+                .build()) {
             StaleLeaseScan scan = new StaleLeaseScan(locks, settings, gauge::set);
-            LockKey stuck = LockKey.of("borrow", "stuck");
+            Duration lease = Duration.ofMillis(100);
             // A holder that never finishes: renewal keeps its 100 ms lease alive.
             Lease held = locks.tryAcquire(
-                            stuck,
-                            LeaseOptions.builder()
-                                    .leaseFor(Duration.ofMillis(100))
-                                    .build())
+                            stuck, LeaseOptions.builder().leaseFor(lease).build())
                     .orElseThrow();
             Lease fresh = locks.tryAcquire(LockKey.of("borrow", "fresh"), LeaseOptions.defaults())
                     .orElseThrow();
@@ -36,10 +53,19 @@ class StaleLeaseScanTest {
             assertThat(scan.scan()).isEmpty();
             assertThat(gauge.get()).isZero();
 
-            await().atMost(Duration.ofSeconds(10)).until(() -> !scan.scan().isEmpty());
+            for (int step = 1; step <= 7; step++) { // 7 x 50 ms = 350 ms > 3 x 100 ms
+                now.addAndGet(lease.dividedBy(2).toNanos());
+                int before = renewals.get();
+                await().atMost(Duration.ofSeconds(10)).until(() -> renewals.get() >= before + 2);
+                assertThat(held.isHeld())
+                        .as("still alive through renewal, step " + step)
+                        .isTrue();
+                if (step <= 6) {
+                    assertThat(scan.scan()).as("held %d ms", step * 50).isEmpty();
+                }
+            }
             assertThat(scan.scan()).extracting(HeldLeaseInfo::key).containsExactly(stuck);
             assertThat(gauge.get()).isEqualTo(1);
-            assertThat(held.isHeld()).as("still alive through renewal").isTrue();
             fresh.close();
             held.close();
             assertThat(scan.scan()).isEmpty();

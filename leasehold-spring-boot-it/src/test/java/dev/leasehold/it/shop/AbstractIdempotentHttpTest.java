@@ -291,7 +291,9 @@ abstract class AbstractIdempotentHttpTest {
                     return true;
                 });
         System.out.printf(
-                "crash between commit and answer: retry answered %d %s after %d ms, %d refusals; payments %d%n",
+                "[crash-http %s] halted between commit and answer: retry answered %d %s after %d ms, %d refusals;"
+                        + " payments %d%n",
+                database().url().startsWith("jdbc:h2") ? "h2" : "postgresql",
                 answer[0].status(),
                 answer[0].replayed() ? "(replayed)" : "(executed)",
                 Duration.ofNanos(System.nanoTime() - haltedAt).toMillis(),

@@ -430,13 +430,14 @@ public class LoanService {
         }
         probe.enter(tenant, borrowNo);
         try {
-            probe.pause();
             LocalDate today = calendar.today();
             NoteLedger ledger = ledger(note);
             List<NoteLedger.Earned> earned = ledger.accrue(today);
             String key = "PENALTY:" + asOf;
             BigDecimal penalty = ledger.dailyPenalty(asOf);
-            if (penalty.signum() > 0 && !repository.chargeExists(tenant, borrowNo, key)) {
+            boolean charged = repository.chargeExists(tenant, borrowNo, key);
+            probe.pause(); // between the look and the write, where an unlocked run would race
+            if (penalty.signum() > 0 && !charged) {
                 repository.insertCharge(tenant, borrowNo, "PENALTY", key, penalty, "overdue on " + asOf);
                 ledger.penaltyOutstanding = ledger.penaltyOutstanding.add(penalty);
             }

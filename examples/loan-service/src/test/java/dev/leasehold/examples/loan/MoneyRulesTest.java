@@ -51,6 +51,29 @@ class MoneyRulesTest extends H2ServiceTest {
     }
 
     @Test
+    void anExtensionNeverChargesAgainTheInterestWaived() {
+        String note = open("12000.00", 12, today); // instalment 1 has earned 120.00
+        Api.Answer waived = api.operator(() -> api.postKeyed(
+                "/notes/" + note + "/interest-waivers",
+                Map.of("amount", "100.00", "reason", "goodwill"),
+                Api.newKey()));
+        assertThat(waived.status()).as(waived.text()).isEqualTo(200);
+        assertThat(api.extend(note, 1).status()).isEqualTo(200);
+
+        JsonNode view = api.get("/notes/" + note).body();
+        assertThat(view.get("schedule")).hasSize(13);
+        assertThat(view.at("/note/interestOutstanding").decimalValue())
+                .as("120.00 earned - 100.00 waived, nothing charged by the extension")
+                .isEqualByComparingTo("20.00");
+        assertThat(api.get("/notes/" + note + "/conservation")
+                        .body()
+                        .get("charges")
+                        .decimalValue())
+                .isEqualByComparingTo("20.00");
+        assertThat(view.get("outstanding").decimalValue()).isEqualByComparingTo("12020.00");
+    }
+
+    @Test
     void payingExactlyInstalmentOneOnItsDueDateLeavesTheBorrowerCurrent() {
         String note = open("12000.00", 12, today.minusMonths(1));
         Api.Answer paid = api.repay(note, "T-1", "1120.00");

@@ -60,12 +60,13 @@ import org.springframework.test.context.DynamicPropertySource;
 class RedisOutageTest {
 
     private static final int REDIS_PORT = freePort();
+    private static final String KEY_PREFIX = "loan-outage-" + UUID.randomUUID() + ":";
     private static Process redis;
 
     @DynamicPropertySource
     static void privateRedis(DynamicPropertyRegistry registry) {
         registry.add("leasehold.redis.url", () -> "redis://127.0.0.1:" + REDIS_PORT);
-        registry.add("leasehold.redis.key-prefix", () -> "loan-outage-" + UUID.randomUUID() + ":");
+        registry.add("leasehold.redis.key-prefix", () -> KEY_PREFIX);
     }
 
     @LocalServerPort
@@ -79,6 +80,12 @@ class RedisOutageTest {
 
     @Autowired
     InMemoryUserDetailsManager users;
+
+    @Autowired
+    ConcurrencyProbe probe;
+
+    @Autowired
+    org.springframework.jdbc.core.JdbcTemplate jdbc;
 
     Api api;
     Api admin;
@@ -145,6 +152,8 @@ class RedisOutageTest {
                     Map.of("borrowNos", List.of(a, b), "channel", "COUNTER", "outTradeNo", "BATCH-1")));
             calls.add(() -> api.repay(a, "T-SAME", "10.00"));
         }
+        // Every run holds the note a while before it looks for the day's penalty, so the runs overlap.
+        probe.delay(Duration.ofMillis(100));
         CyclicBarrier start = new CyclicBarrier(calls.size());
         ExecutorService pool = Executors.newFixedThreadPool(calls.size());
         try {
@@ -155,11 +164,24 @@ class RedisOutageTest {
                     return call.get();
                 }));
             }
-            for (Future<Api.Answer> answer : answers) {
-                Api.Answer got = answer.get(60, TimeUnit.SECONDS);
+            for (int i = 0; i < answers.size(); i++) {
+                Api.Answer got = answers.get(i).get(60, TimeUnit.SECONDS);
                 assertThat(got.status()).as(got.text()).isIn(200, 409, 422);
+                if (i % 3 == 0) {
+                    // an overdue run: every note gone through, a lost race on a day's charge is no failure
+                    assertThat(got.body().get("processed").asInt()
+                                    + got.body().get("failures").size())
+                            .as(got.text())
+                            .isEqualTo(got.body().get("notes").asInt());
+                    for (tools.jackson.databind.JsonNode failure : got.body().get("failures")) {
+                        assertThat(failure.get("problem").asString())
+                                .as(got.text())
+                                .isEqualTo("changed while processed; the next run picks it up");
+                    }
+                }
             }
         } finally {
+            probe.delay(Duration.ZERO);
             pool.shutdownNow();
         }
         for (String n : List.of(a, b)) {
@@ -171,8 +193,54 @@ class RedisOutageTest {
         }
     }
 
+    /**
+     * Concurrent overdue runs in bypass mode: each note is charged the day's penalty once, and the
+     * runs that lose the race for the charge's unique key count the note as done, never as failed.
+     */
     @Test
     @Order(3)
+    void concurrentOverdueRunsInBypassModeChargeEachNoteOnceAndFailNone() throws Exception {
+        List<String> notes = List.of(open("C8"), open("C8"), open("C8"));
+        int runs = 4;
+        probe.delay(Duration.ofMillis(100)); // the runs overlap inside each note
+        CyclicBarrier start = new CyclicBarrier(runs);
+        ExecutorService pool = Executors.newFixedThreadPool(runs);
+        try {
+            List<Future<Api.Answer>> answers = new ArrayList<>();
+            for (int i = 0; i < runs; i++) {
+                answers.add(pool.submit(() -> {
+                    start.await();
+                    return api.overdueRun(LocalDate.now());
+                }));
+            }
+            for (Future<Api.Answer> answer : answers) {
+                Api.Answer got = answer.get(60, TimeUnit.SECONDS);
+                assertThat(got.status()).as(got.text()).isEqualTo(200);
+                assertThat(got.body().get("failures")).as(got.text()).isEmpty();
+                assertThat(got.body().get("processed").asInt()).isEqualTo(notes.size());
+            }
+        } finally {
+            probe.delay(Duration.ZERO);
+            pool.shutdownNow();
+        }
+        for (String n : notes) {
+            assertThat(jdbc.queryForObject(
+                            "SELECT COUNT(*) FROM note_charge WHERE tenant_id = ? AND borrow_no = ? AND kind = 'PENALTY'",
+                            Integer.class,
+                            tenant,
+                            n))
+                    .as("one penalty for the day on " + n)
+                    .isEqualTo(1);
+            assertThat(api.get("/notes/" + n + "/conservation")
+                            .body()
+                            .get("holds")
+                            .asBoolean())
+                    .isTrue();
+        }
+    }
+
+    @Test
+    @Order(4)
     void withRedisDownEnforcedCallsFailFastWith503AndHealthSaysDown() {
         String note = open("C1");
         assertThat(mode("enforce").status()).isEqualTo(200);
@@ -193,7 +261,7 @@ class RedisOutageTest {
     }
 
     @Test
-    @Order(4)
+    @Order(5)
     void whenRedisComesBackSoDoesTheService() throws Exception {
         String note = open("C1");
         redis = startRedis(REDIS_PORT);
@@ -208,6 +276,29 @@ class RedisOutageTest {
                 .isEqualTo("UP");
         assertThat(mode("bypass").status()).isEqualTo(200);
         assertThat(mode("enforce").status()).isEqualTo(200);
+    }
+
+    @Test
+    @Order(6)
+    void repaymentsToNotesThatDoNotExistLeaveNothingInRedis() throws Exception {
+        String note = open("C1");
+        assertThat(api.repay(note, "T-4", "10.00").status()).isEqualTo(200);
+        io.lettuce.core.RedisClient client = io.lettuce.core.RedisClient.create("redis://127.0.0.1:" + REDIS_PORT);
+        try (var connection = client.connect()) {
+            var redisCommands = connection.sync();
+            List<String> before = redisCommands.keys(KEY_PREFIX + "*");
+            for (int i = 0; i < 25; i++) {
+                String unknown = "NOPE" + UUID.randomUUID().toString().substring(0, 8);
+                assertThat(api.repay(unknown, "T-" + i, "5.00").status()).isEqualTo(404);
+                Api stranger = new Api(port, "x" + UUID.randomUUID().toString().substring(0, 8));
+                assertThat(stranger.repay(unknown, "T-" + i, "5.00").status()).isIn(401, 403);
+            }
+            assertThat(redisCommands.keys(KEY_PREFIX + "*"))
+                    .as("no lease, fence or queue key for notes that do not exist")
+                    .isSubsetOf(before);
+        } finally {
+            client.shutdown();
+        }
     }
 
     private static int freePort() {

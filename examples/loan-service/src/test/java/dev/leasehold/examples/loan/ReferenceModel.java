@@ -46,6 +46,7 @@ final class ReferenceModel {
     final LocalDate start;
     final List<Instalment> instalments = new ArrayList<>();
     final Map<String, Flow> flows = new LinkedHashMap<>();
+    private final java.util.Set<LocalDate> penaltyDates = new java.util.HashSet<>();
     BigDecimal principalPaid = ZERO;
     BigDecimal interestPaid = ZERO;
     BigDecimal interestWaived = ZERO;
@@ -321,13 +322,18 @@ final class ReferenceModel {
     }
 
     /** The overdue run for {@code today}: interest earned, one penalty a day on the overdue amount. */
-    void overdueRun(LocalDate today, boolean alreadyRunToday) {
+    /**
+     * The overdue run for {@code today}: at most one penalty per date. A run that found nothing
+     * overdue charged nothing, so a later run for the same date (after a reversal, say) charges it.
+     */
+    void overdueRun(LocalDate today) {
         if (!open()) {
             return;
         }
         earn(today);
         BigDecimal penalty = overdue(today).multiply(new BigDecimal("0.0005")).setScale(2, RoundingMode.HALF_EVEN);
-        if (!alreadyRunToday && penalty.compareTo(CENT) >= 0) {
+        if (!penaltyDates.contains(today) && penalty.compareTo(CENT) >= 0) {
+            penaltyDates.add(today);
             penaltyCharged = penaltyCharged.add(penalty);
             penaltyDays++;
         }

@@ -87,6 +87,31 @@ class SecurityTest extends H2ServiceTest {
     }
 
     @Test
+    void theDemoStormRunsForAnOperatorOfItsOwnTenantOnly() {
+        String other = "o" + tenant;
+        repository.insertTenant(other, "other tenant");
+        loans.open(
+                other,
+                "STORM-1",
+                "C900",
+                new java.math.BigDecimal("100000.00"),
+                new java.math.BigDecimal("0.12"),
+                12,
+                today,
+                true);
+        String storm = "/api/demo/storm?tenant=" + other + "&requests=5&threads=1";
+        assertThat(api.operator(() -> api.post(storm, Map.of())).status())
+                .as("an operator of another tenant")
+                .isEqualTo(403);
+        assertThat(api.post(storm, Map.of()).status()).as("a channel").isEqualTo(403);
+        assertThat(new Api(port, tenant).anonymous().post(storm, Map.of()).status())
+                .isEqualTo(401);
+        assertThat(loans.conservation(other, "STORM-1").acceptedFlows())
+                .as("nothing booked on the other tenant's note")
+                .isZero();
+    }
+
+    @Test
     void healthIsOpenForProbes() {
         Api.Answer health = new Api(port, tenant).anonymous().getRaw("/actuator/health");
         assertThat(health.status()).isEqualTo(200);

@@ -1,0 +1,440 @@
+package dev.leasehold;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import dev.leasehold.ScriptedStore.Gate;
+import dev.leasehold.ScriptedStore.Op;
+import dev.leasehold.spi.AcquireResult;
+import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
+import org.junit.jupiter.api.Test;
+
+/**
+ * When the engine acts: how long a waiter sleeps between two tries (the poll, the holder's expiry,
+ * a subscription), when renewals fall due, when a wait ends, and that nothing is left behind
+ * (holder slots, timer tasks, subscriptions) once nothing is held. On fake time: each sleep is read
+ * off the timer as the alarm the engine set.
+ */
+class LeaseEngineScheduleTest extends EngineHarness {
+
+    static final Duration HOUR = Duration.ofHours(1);
+    static final String OTHER = "other-process-owner-01";
+
+    private static Duration ms(long millis) {
+        return Duration.ofMillis(millis);
+    }
+
+    /** The store answers busy with this remaining time, whoever holds the key. */
+    static ScriptedStore.Step busyFor(Duration remaining) {
+        return new ScriptedStore.Step() {
+            @Override
+            @SuppressWarnings("unchecked")
+            public <T> T apply(ScriptedStore.Call call, Supplier<T> real) {
+                return (T) new AcquireResult.Busy(remaining);
+            }
+        };
+    }
+
+    /**
+     * Starts a 500 ms wait for KEY whose store call (scripted by the caller) hangs on the gate, lets
+     * the wait run out, and returns what the caller got.
+     */
+    private Throwable waitRunsOutWhileTheStoreHangs(LockService service, Gate gate) {
+        Future<Lease> waiter = async(() -> service.acquire(KEY, waiting(HOUR, ms(500))));
+        gate.awaitEntered();
+        time.awaitTaskDueWithin(ms(500));
+        time.advance(ms(500));
+        return org.assertj.core.api.Assertions.catchThrowable(() -> await(waiter));
+    }
+
+    private static int slots(LockService service) {
+        return ((LeaseEngine) service).holderSlots();
+    }
+
+    // ------------------------------------------------------------------ waiting
+
+    @Test
+    void withoutNotificationsAWaiterPollsFromMinPollDoublingUpToMaxPoll() throws Exception {
+        ScriptedStore store = store(false);
+        LockService service = service(store, b -> b.minPoll(ms(100)).maxPoll(ms(400)));
+        holdElsewhere(store, OTHER, HOUR);
+        Future<Lease> waiter = async(() -> service.acquire(KEY, waiting(HOUR, HOUR)));
+        int attempts = 1;
+        // Looked for within maxPoll: the alarm of a store call in flight is at the wait's end.
+        for (long sleep : List.of(100L, 200L, 400L, 400L)) {
+            store.awaitCall(Op.ACQUIRE, KEY, attempts);
+            assertThat(time.awaitEarliestTaskWithin(ms(400)))
+                    .as("sleep after attempt %d", attempts)
+                    .isEqualTo(ms(sleep));
+            time.advance(ms(sleep));
+            attempts++;
+        }
+        store.awaitCall(Op.ACQUIRE, KEY, attempts);
+        assertThat(time.awaitEarliestTaskWithin(ms(400))).isEqualTo(ms(400)); // asleep again
+        store.backend.release(KEY, OTHER);
+        time.advance(ms(400));
+        await(waiter).close();
+        assertThat(store.count(Op.SUBSCRIBE, null))
+                .as("a store without notifications is never asked to subscribe")
+                .isZero();
+    }
+
+    @Test
+    void aHeadWaiterSleepsUntilJustAfterTheHoldersLeaseEndsAndIsToldHowLongItWaited() throws Exception {
+        ScriptedStore store = store(false);
+        LockService service = service(store, b -> b.minPoll(HOUR).maxPoll(HOUR));
+        holdElsewhere(store, OTHER, Duration.ofSeconds(2)); // expires; nobody announces it
+        Future<Lease> waiter = async(() -> service.acquire(KEY, waiting(HOUR, HOUR)));
+        assertThat(time.awaitEarliestTaskWithin(ms(2001))).isEqualTo(ms(2001));
+        time.advance(ms(2001));
+        await(waiter).close();
+        assertThat(events)
+                .filteredOn(e -> e.type() == LeaseEventType.ACQUIRED)
+                .singleElement()
+                .satisfies(e -> assertThat(e.waited()).isEqualTo(ms(2001)));
+    }
+
+    @Test
+    void aHolderTheStoreReportsAsEndingNowIsRetriedWithinAMillisecond() throws Exception {
+        ScriptedStore store = store(false);
+        LockService service = service(store, b -> b.minPoll(HOUR).maxPoll(HOUR));
+        // A store rounding the holder's remaining time down (Redis PTTL under 1 ms says 0).
+        store.script(Op.ACQUIRE, KEY, busyFor(Duration.ZERO));
+        Future<Lease> waiter = async(() -> service.acquire(KEY, waiting(HOUR, HOUR)));
+        assertThat(time.awaitEarliestTaskWithin(ms(1))).isEqualTo(ms(1));
+        time.advance(ms(1));
+        await(waiter).close();
+    }
+
+    @Test
+    void aSubscribedWaiterSubscribesOnceAndSleepsUpToMaxPoll() throws Exception {
+        ScriptedStore store = store(true);
+        Duration maxPoll = Duration.ofMinutes(10);
+        LockService service = service(store, b -> b.minPoll(ms(100)).maxPoll(maxPoll));
+        holdElsewhere(store, OTHER, HOUR);
+        Future<Lease> waiter = async(() -> service.acquire(KEY, waiting(HOUR, HOUR)));
+        for (int round = 0; round < 3; round++) {
+            // Releases are pushed: the poll is only the bound on a lost notice.
+            assertThat(time.awaitEarliestTaskWithin(maxPoll)).isEqualTo(maxPoll);
+            time.advance(maxPoll);
+            store.awaitCall(Op.ACQUIRE, KEY, round + 3);
+        }
+        assertThat(store.count(Op.SUBSCRIBE, KEY)).isEqualTo(1);
+        assertThat(store.release(KEY, OTHER)).isTrue();
+        await(waiter).close();
+    }
+
+    @Test
+    void inFairModeOnlyTheHeadAsksTheStoreAndAQueuedWaiterGivesUpAtItsOwnBound() throws Exception {
+        ScriptedStore store = store(true);
+        LockService service = service(store, b -> b.fair(true).maxPoll(HOUR));
+        holdElsewhere(store, OTHER, HOUR);
+        Future<Lease> head = async(() -> service.acquire(KEY, waiting(HOUR, HOUR)));
+        store.awaitCall(Op.ACQUIRE, KEY, 2); // before and after subscribing
+        time.awaitTaskDueWithin(HOUR);
+        Future<Lease> second = async(() -> service.acquire(KEY, waiting(HOUR, ms(500)), LockOwner.create("second")));
+        awaitEvents(LeaseEventType.WAITING, 2);
+        time.awaitTaskDueWithin(ms(500));
+        assertThat(store.count(Op.ACQUIRE, KEY))
+                .as("the queued waiter never asked")
+                .isEqualTo(2);
+        assertThat(service.tryAcquire(KEY, LeaseOptions.defaults(), LockOwner.create("newcomer")))
+                .isEmpty();
+
+        time.advance(ms(500));
+        assertThatThrownBy(() -> await(second))
+                .isInstanceOfSatisfying(
+                        LockBusyException.class, e -> assertThat(e.waited()).isEqualTo(ms(500)));
+        assertThat(events).filteredOn(e -> e.type() == LeaseEventType.BUSY).anySatisfy(e -> assertThat(e.waited())
+                .isEqualTo(ms(500)));
+        assertThat(head.isDone()).isFalse();
+
+        assertThat(store.release(KEY, OTHER)).isTrue();
+        await(head).close();
+        assertThat(slots(service)).as("holder slots left").isZero();
+    }
+
+    @Test
+    void aWaitingAcquireGivesUpAtItsBoundWhileACallOfTheSameOwnerHangsInTheStore() throws Exception {
+        ScriptedStore store = store(true);
+        LockService service = service(store);
+        LockOwner owner = LockOwner.create("job");
+        Gate gate = new Gate();
+        store.script(Op.ACQUIRE, KEY, ScriptedStore.hang(gate));
+        Future<Lease> hung = async(
+                () -> service.tryAcquire(KEY, LeaseOptions.defaults(), owner).orElseThrow());
+        gate.awaitEntered();
+        try {
+            Future<Lease> bounded = async(() -> service.acquire(KEY, waiting(HOUR, ms(200)), owner));
+            assertThatThrownBy(() -> await(bounded))
+                    .isInstanceOf(LeaseStoreException.class)
+                    .hasMessageContaining(KEY.render());
+        } finally {
+            gate.open();
+        }
+        await(hung).close();
+        assertThat(store.backend.inspect(KEY)).isEmpty();
+    }
+
+    @Test
+    void withoutFairnessAReleaseWakesEveryWaiterAndEachTries() throws Exception {
+        ScriptedStore store = store(true);
+        LockService service = service(store, b -> b.fair(false).maxPoll(HOUR));
+        holdElsewhere(store, OTHER, HOUR);
+        List<Future<Lease>> waiters = List.of(
+                async(() -> service.acquire(KEY, waiting(HOUR, HOUR), LockOwner.create("one"))),
+                async(() -> service.acquire(KEY, waiting(HOUR, HOUR), LockOwner.create("two"))));
+        awaitEvents(LeaseEventType.WAITING, 2);
+        store.awaitCall(Op.SUBSCRIBE, KEY, 1);
+        time.awaitTasksDueWithin(2, HOUR); // both asleep
+        int before = (int) store.count(Op.ACQUIRE, KEY);
+
+        assertThat(store.release(KEY, OTHER)).isTrue();
+        store.awaitCall(Op.ACQUIRE, KEY, before + 2); // the winner keeps the key meanwhile
+
+        org.awaitility.Awaitility.await()
+                .atMost(FakeTime.PATIENCE)
+                .pollInterval(ms(1))
+                .until(() -> waiters.stream().anyMatch(Future::isDone));
+        Future<Lease> winner = waiters.get(0).isDone() ? waiters.get(0) : waiters.get(1);
+        Future<Lease> loser = winner == waiters.get(0) ? waiters.get(1) : waiters.get(0);
+        await(winner).close();
+        await(loser).close();
+    }
+
+    @Test
+    void aFailedReleaseStillWakesALocalWaiterWhichThenPollsFastAgain() throws Exception {
+        ScriptedStore store = store(false);
+        LockService service = service(store, b -> b.minPoll(ms(100)).maxPoll(ms(400)));
+        Lease held = service.tryAcquire(KEY, lease(HOUR, false), LockOwner.create("holder"))
+                .orElseThrow();
+        Future<Lease> waiter = async(() -> service.acquire(KEY, waiting(HOUR, HOUR)));
+        for (int attempt = 1; attempt <= 3; attempt++) {
+            store.awaitCall(Op.ACQUIRE, KEY, attempt + 1);
+            time.advance(time.awaitEarliestTaskWithin(ms(400)));
+        }
+        store.awaitCall(Op.ACQUIRE, KEY, 5);
+        assertThat(time.awaitEarliestTaskWithin(ms(400))).isEqualTo(ms(400));
+
+        store.script(Op.RELEASE, KEY, ScriptedStore.fail());
+        assertThatThrownBy(held::close).isInstanceOf(LeaseStoreException.class);
+        store.awaitCall(Op.ACQUIRE, KEY, 6); // woken: the key is still taken in the store
+        assertThat(time.awaitEarliestTaskWithin(ms(400))).isEqualTo(ms(100));
+
+        store.backend.release(KEY, held.ownerToken());
+        time.advance(ms(100));
+        await(waiter).close();
+    }
+
+    @Test
+    void aBatchSharesOneWaitAcrossItsKeysAndReleasesWhatItTookWhenItRunsOut() throws Exception {
+        ScriptedStore store = store(true);
+        LockService service = service(store, b -> b.maxPoll(HOUR));
+        LockKey a = LockKey.of("t", "batch", "a");
+        LockKey b = LockKey.of("t", "batch", "b");
+        store.backend.tryAcquire(b, OTHER, HOUR);
+        // Taking the first key costs 600 ms of the batch's 1 s.
+        store.script(Op.ACQUIRE, a, ScriptedStore.before(() -> time.advanceTickerOnly(ms(600))));
+        Future<LeaseGroup> batch = async(() -> service.acquireAll(List.of(b, a), waiting(HOUR, Duration.ofSeconds(1))));
+        awaitEvents(LeaseEventType.WAITING, 1);
+        // Within 1 s: the first key's expiry watch (an hour away) is set too.
+        assertThat(time.awaitEarliestTaskWithin(Duration.ofSeconds(1)))
+                .as("the rest of the wait")
+                .isEqualTo(ms(400));
+
+        time.advance(ms(400));
+        assertThatThrownBy(() -> await(batch))
+                .isInstanceOf(LockBusyException.class)
+                .hasMessageContaining(b.render());
+        assertThat(store.backend.inspect(a)).as("taken first, released").isEmpty();
+        assertThat(service.heldLeases()).isEmpty();
+    }
+
+    @Test
+    void aSubscriptionThatArrivesAfterTheWaiterLeftIsClosed() throws Exception {
+        ScriptedStore store = store(true);
+        LockService service = service(store);
+        holdElsewhere(store, OTHER, HOUR);
+        Gate gate = new Gate();
+        store.script(Op.SUBSCRIBE, KEY, ScriptedStore.hang(gate));
+        assertThat(waitRunsOutWhileTheStoreHangs(service, gate)).isInstanceOf(LockBusyException.class);
+
+        gate.open();
+        store.awaitIoIdle();
+        org.awaitility.Awaitility.await("the late subscription closed")
+                .atMost(FakeTime.PATIENCE)
+                .pollInterval(ms(1))
+                .until(() -> store.subscriberCount(KEY) == 0);
+    }
+
+    @Test
+    void aGrantAppliedButReportedFailedAfterTheWaiterLeftIsGivenBack() throws Exception {
+        ScriptedStore store = store(true);
+        LockService service = service(store);
+        Gate gate = new Gate();
+        store.script(Op.ACQUIRE, KEY, ScriptedStore.applyThenHang(gate));
+        assertThat(waitRunsOutWhileTheStoreHangs(service, gate)).isInstanceOf(LeaseStoreException.class);
+        assertThat(store.backend.inspect(KEY)).as("applied in the store").isPresent();
+
+        gate.fail(); // the reply that finally comes is an error
+        awaitFree(store, KEY);
+        assertThat(slots(service)).isZero();
+    }
+
+    @Test
+    void aLateGrantGivenBackWakesTheNextLocalWaiter() throws Exception {
+        ScriptedStore store = store(false); // no notices: only the engine can wake the waiter
+        LockService service = service(store, b -> b.fair(true).minPoll(HOUR).maxPoll(HOUR));
+        Gate gate = new Gate();
+        store.script(Op.ACQUIRE, KEY, ScriptedStore.applyThenHang(gate));
+        Duration halfHour = Duration.ofMinutes(30);
+        Future<Lease> first = async(() -> service.acquire(KEY, waiting(halfHour, ms(500)), LockOwner.create("first")));
+        gate.awaitEntered(); // granted in the store; the reply hangs
+        Future<Lease> next = async(() -> service.acquire(KEY, waiting(HOUR, HOUR), LockOwner.create("next")));
+        awaitEvents(LeaseEventType.WAITING, 1);
+        time.advance(ms(500));
+        assertThatThrownBy(() -> await(first)).isInstanceOf(LeaseStoreException.class);
+        store.awaitCall(Op.ACQUIRE, KEY, 2); // its turn passed on: busy, by the grant nobody has
+        // Asleep until that grant's end, 30 min away (its store call's alarm is at the wait's end).
+        time.awaitTaskDueWithin(Duration.ofMinutes(30));
+
+        gate.open(); // the grant arrives after its caller left: given back
+        try (Lease lease = await(next)) {
+            assertThat(lease.isHeld()).isTrue();
+        }
+    }
+
+    // ------------------------------------------------------------------ renewal and expiry
+
+    @Test
+    void renewalsFallDueEveryThirdOfTheLeaseAndARenewedLeaseIsLostAtItsNewDeadline() throws Exception {
+        ScriptedStore store = store(true);
+        LockService service = service(store);
+        Lease lease =
+                service.tryAcquire(KEY, lease(Duration.ofSeconds(3), true)).orElseThrow();
+        CountDownLatch lost = new CountDownLatch(1);
+        lease.onLost(e -> lost.countDown());
+        // Within 1 s: the expiry watch (3 s) is set too, and the renewal after a renewal comes
+        // after its RENEWED event.
+        assertThat(time.awaitEarliestTaskWithin(Duration.ofSeconds(1)))
+                .as("first renewal")
+                .isEqualTo(Duration.ofSeconds(1));
+        time.advance(Duration.ofSeconds(1));
+        awaitEvents(LeaseEventType.RENEWED, 1);
+        assertThat(time.awaitEarliestTaskWithin(Duration.ofSeconds(1)))
+                .as("next renewal")
+                .isEqualTo(Duration.ofSeconds(1));
+
+        Gate gate = new Gate();
+        store.always(Op.RENEW, ScriptedStore.hang(gate));
+        try {
+            time.advance(Duration.ofSeconds(1)); // t = 2 s: the second renewal hangs
+            gate.awaitEntered();
+            time.advance(ms(1999)); // t = 3.999 s: the first grant's end has passed, the renewed one's not
+            assertThat(lease.isHeld()).isTrue();
+            assertThat(lost.getCount()).isOne();
+            time.advance(ms(1)); // t = 4 s: one lease after the renewal was sent
+            assertThat(lease.isHeld()).isFalse();
+            assertThat(lost.await(5, TimeUnit.SECONDS)).isTrue();
+        } finally {
+            gate.open();
+        }
+    }
+
+    // ------------------------------------------------------------------ nothing left behind
+
+    @Test
+    void nothingIsLeftBehindOnceNothingIsHeld() throws Exception {
+        ScriptedStore store = store(true);
+        LockService service = service(store);
+        holdElsewhere(store, OTHER, HOUR);
+        for (int i = 0; i < 3; i++) {
+            assertThat(service.tryAcquire(KEY, LeaseOptions.defaults())).isEmpty();
+        }
+        assertThat(slots(service)).as("after busy tries").isZero();
+
+        LockKey free = LockKey.of("t", "free");
+        Lease lease =
+                service.tryAcquire(free, lease(Duration.ofSeconds(30), true)).orElseThrow();
+        Lease inner =
+                service.tryAcquire(free, lease(Duration.ofSeconds(30), true)).orElseThrow();
+        assertThat(slots(service)).isOne();
+        assertThat(time.pendingTasks()).as("renewal and expiry watch").isEqualTo(2);
+        inner.close();
+        lease.close();
+        assertThat(slots(service)).as("after release").isZero();
+        assertThat(time.pendingTasks()).as("timer tasks after release").isZero();
+
+        Gate gate = new Gate();
+        store.script(Op.ACQUIRE, KEY, ScriptedStore.hang(gate));
+        assertThat(waitRunsOutWhileTheStoreHangs(service, gate))
+                .isInstanceOf(LeaseStoreException.class)
+                .hasMessageContaining("no answer within the wait of PT0.5S");
+        gate.open();
+        assertThat(slots(service)).as("after an unanswered wait").isZero();
+    }
+
+    @Test
+    void closingTheServiceEndsItsSubscriptionAndLeavesAGivenTimerRunning() {
+        ScriptedStore store = store(true);
+        LockService service = service(store);
+        Lease a = service.tryAcquire(LockKey.of("t", "a"), LeaseOptions.defaults())
+                .orElseThrow();
+        Lease b = service.tryAcquire(LockKey.of("t", "b"), LeaseOptions.defaults())
+                .orElseThrow();
+        assertThat(store.count(Op.SUBSCRIBE_FORCE, null))
+                .as("one store-wide subscription")
+                .isEqualTo(1);
+        assertThat(store.forceSubscriberCount()).isOne();
+
+        service.close();
+        assertThat(store.forceSubscriberCount()).as("subscriptions after close").isZero();
+        assertThat(a.isHeld()).isFalse();
+        assertThat(b.isHeld()).isFalse();
+        assertThat(time.pendingTasks()).as("timer tasks after close").isZero();
+        assertThat(time.scheduler().isShutdown()).as("the caller's timer").isFalse();
+    }
+
+    @Test
+    void aFailedForceReleaseSubscriptionIsTriedAgainAtTheNextGrantButAStoreWithoutThemIsNotAskedAgain() {
+        ScriptedStore.Step unsupported = new ScriptedStore.Step() {
+            @Override
+            public <T> T apply(ScriptedStore.Call call, Supplier<T> real) {
+                throw new UnsupportedOperationException("no force-release notices here");
+            }
+        };
+        for (boolean failed : List.of(true, false)) {
+            ScriptedStore store = store(true);
+            LockService service = service(store);
+            store.script(Op.SUBSCRIBE_FORCE, failed ? ScriptedStore.fail() : unsupported);
+            for (String name : List.of("a", "b")) {
+                service.tryAcquire(LockKey.of("t", name), LeaseOptions.defaults())
+                        .orElseThrow()
+                        .close();
+            }
+            assertThat(store.count(Op.SUBSCRIBE_FORCE, null))
+                    .as("failed: %s", failed)
+                    .isEqualTo(failed ? 2 : 1);
+            assertThat(store.forceSubscriberCount()).isEqualTo(failed ? 1 : 0);
+        }
+    }
+
+    @Test
+    void aServiceWithItsOwnTimerRunsOnDaemonThreads() throws Exception {
+        LockService service = LockService.builder(store(true)).build();
+        try (Lease lease = service.tryAcquire(KEY, LeaseOptions.defaults()).orElseThrow()) {
+            assertThat(lease.isHeld()).isTrue();
+            assertThat(Thread.getAllStackTraces().keySet())
+                    .filteredOn(t -> t.getName().startsWith("leasehold-"))
+                    .isNotEmpty()
+                    .allMatch(Thread::isDaemon, "daemon: a JVM that never closes the service still exits");
+        } finally {
+            service.close();
+        }
+    }
+}
