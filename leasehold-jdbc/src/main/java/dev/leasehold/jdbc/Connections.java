@@ -16,26 +16,41 @@ final class Connections {
 
     private Connections() {}
 
+    /** What the driver says about an autocommit-off connection's transaction. */
+    enum TransactionState {
+        /** A transaction is open: work of the connection's caller. */
+        OPEN,
+        /** No transaction is open. */
+        NONE,
+        /** The driver cannot be asked (a wrapper that does not unwrap, another driver version). */
+        UNKNOWN
+    }
+
     /**
      * Whether an autocommit-off connection already has an open transaction (work of its caller),
      * asked of the driver without a round trip: PgJDBC's transaction state, H2's pending
-     * transaction, MariaDB's server status. False when the driver cannot tell.
+     * transaction, MariaDB's server status. {@link TransactionState#UNKNOWN} when the driver cannot
+     * tell (never taken for "no transaction": the store would then commit a caller's work).
      */
-    static boolean inTransaction(Connection connection, Database database) {
+    static TransactionState transactionState(Connection connection, Database database) {
         try {
-            return switch (database) {
-                case POSTGRESQL -> PostgresConnections.inTransaction(connection);
-                case H2 ->
-                    invokeOn(connection, "org.h2.jdbc.JdbcConnection", "getSession", "hasPendingTransaction")
-                                    instanceof Boolean pending
-                            && pending;
-                case MARIADB ->
-                    invokeOn(connection, "org.mariadb.jdbc.Connection", "getContext", "getServerStatus")
-                                    instanceof Integer status
-                            && (status & 1) != 0; // SERVER_STATUS_IN_TRANS
-            };
+            Boolean open =
+                    switch (database) {
+                        case POSTGRESQL -> PostgresConnections.inTransaction(connection);
+                        case H2 ->
+                            invokeOn(connection, "org.h2.jdbc.JdbcConnection", "getSession", "hasPendingTransaction")
+                                            instanceof Boolean pending
+                                    ? pending
+                                    : null;
+                        case MARIADB ->
+                            invokeOn(connection, "org.mariadb.jdbc.Connection", "getContext", "getServerStatus")
+                                            instanceof Integer status
+                                    ? (status & 1) != 0 // SERVER_STATUS_IN_TRANS
+                                    : null;
+                    };
+            return open == null ? TransactionState.UNKNOWN : open ? TransactionState.OPEN : TransactionState.NONE;
         } catch (ReflectiveOperationException | SQLException | LinkageError | RuntimeException e) {
-            return false;
+            return TransactionState.UNKNOWN;
         }
     }
 

@@ -31,7 +31,13 @@ import javax.sql.DataSource;
  *
  * <p>Tests: {@code AbstractJdbcLeaseStoreTest#pausedHolderLateWriteIsRejectedByTheFence},
  * {@code #fenceIsBoundToTheLeasesKey}, {@code #equalFenceIsAcceptedOnlyFromTheSameOwner},
- * {@code #failedCommitReportsTheRealCause}, on PostgreSQL, MariaDB and H2.
+ * {@code #failedCommitReportsTheRealCause}, {@code
+ * #commitWhoseOutcomeIsUnknownIsReportedAsPossiblyCommitted}, on PostgreSQL, MariaDB and H2.
+ *
+ * <p>An in-doubt commit (the connection lost after COMMIT was sent) is a {@link
+ * FencedCommitOutcomeUnknownException}: the write may stand, and since the same owner's equal
+ * fence is accepted again, a retry would apply it twice; make such writes idempotent (a write id
+ * checked in the same transaction) or check the data before retrying.
  */
 public final class FencedUpdate {
 
@@ -92,12 +98,17 @@ public final class FencedUpdate {
 
     /**
      * Runs {@code write} in a new transaction if the lease's fence is accepted for its key, and
-     * commits; rolls back on any failure.
+     * commits; rolls back on any failure before the commit. Test: {@code
+     * AbstractJdbcLeaseStoreTest#commitWhoseOutcomeIsUnknownIsReportedAsPossiblyCommitted}.
      *
      * @throws StaleFenceException if a newer fence, or the same fence from another owner, was
      *     accepted for the key (nothing is written)
-     * @throws SQLException if the database fails (nothing is written), with the database's own
-     *     cause; a failed commit says so
+     * @throws FencedCommitOutcomeUnknownException if the COMMIT failed in a way that leaves its
+     *     outcome unknown (the connection was lost after COMMIT was sent): the write may have been
+     *     committed, so a retry must not blindly apply a change that is not idempotent again (an
+     *     equal fence from the same owner is accepted again)
+     * @throws SQLException if the database fails before the commit, or refuses the commit with a
+     *     rollback (nothing is written), with the database's own cause; a failed commit says so
      */
     public <T> T run(Lease lease, SqlWork<T> write) throws SQLException {
         Objects.requireNonNull(lease, "lease is missing (null)");
@@ -172,9 +183,28 @@ public final class FencedUpdate {
         try {
             connection.commit();
         } catch (SQLException e) {
-            throw new SQLException(
-                    "the fenced write to " + resource + " failed to commit: " + e.getMessage(), e.getSQLState(), e);
+            if (rolledBack(e)) {
+                throw new SQLException(
+                        "the fenced write to " + resource + " failed to commit and was rolled back: " + e.getMessage(),
+                        e.getSQLState(),
+                        e);
+            }
+            throw new FencedCommitOutcomeUnknownException(resource, e);
         }
+    }
+
+    /**
+     * Whether a failed COMMIT is known to have rolled the transaction back: the server answered
+     * with a transaction rollback (SQLState class 40, except 40003 "statement completion unknown")
+     * or an integrity violation found at commit (class 23). Anything else (a lost connection, class
+     * 08, no state at all) may have come after the server committed.
+     */
+    static boolean rolledBack(SQLException e) {
+        String state = e.getSQLState();
+        if (state == null || state.length() < 2) {
+            return false;
+        }
+        return (state.startsWith("40") && !state.equals("40003")) || state.startsWith("23");
     }
 
     private static void rollbackQuietly(Connection connection, Throwable failure) {

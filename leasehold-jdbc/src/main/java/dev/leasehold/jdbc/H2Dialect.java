@@ -12,10 +12,18 @@ final class H2Dialect {
     static final String NOW = "CAST(EXTRACT(EPOCH FROM (SELECT s.EXECUTING_STATEMENT_START FROM"
             + " INFORMATION_SCHEMA.SESSIONS s WHERE s.SESSION_ID = SESSION_ID())) * 1000 AS BIGINT)";
 
+    /**
+     * Epoch µs of the same instant: the floor of every fence handed out, so a fence is above any
+     * fence given before even when the row came back older (a restore of a backup), as long as the
+     * clock does not go back.
+     */
+    static final String NOW_MICROS = "CAST(EXTRACT(EPOCH FROM (SELECT s.EXECUTING_STATEMENT_START FROM"
+            + " INFORMATION_SCHEMA.SESSIONS s WHERE s.SESSION_ID = SESSION_ID())) * 1000000 AS BIGINT)";
+
     /*
      * acquire: grants lock_key to owner for lease_ms when the row
-     *   - does not exist                           -> inserted, fence = now_ms * 1000
-     *   - is free or expired (expires_at_ms <= now) -> taken over, fence + 1
+     *   - does not exist                           -> inserted, fence = now_us
+     *   - is free or expired (expires_at_ms <= now) -> taken over, fence = max(fence + 1, now_us)
      *   - is held by the same owner, unexpired      -> extended, fence kept
      * and otherwise leaves every column as it was, so FINAL TABLE returns the holder's row (busy,
      * with its expiry). Two callers creating the same row at once: one fails on the primary key and
@@ -28,7 +36,7 @@ final class H2Dialect {
                              CAST(? AS VARCHAR(255)))) AS p(k, o, ms, h)
                  ON l.lock_key = p.k
               WHEN MATCHED THEN UPDATE SET
-                   fence = CASE WHEN l.expires_at_ms <= %1$s THEN l.fence + 1 ELSE l.fence END,
+                   fence = CASE WHEN l.expires_at_ms <= %1$s THEN GREATEST(l.fence + 1, %2$s) ELSE l.fence END,
                    acquired_at_ms = CASE WHEN l.expires_at_ms <= %1$s THEN %1$s ELSE l.acquired_at_ms END,
                    holder = CASE WHEN l.expires_at_ms <= %1$s OR l.owner_token = p.o THEN p.h ELSE l.holder END,
                    owner_token = CASE WHEN l.expires_at_ms <= %1$s OR l.owner_token = p.o
@@ -36,8 +44,8 @@ final class H2Dialect {
                    expires_at_ms = CASE WHEN l.expires_at_ms <= %1$s OR l.owner_token = p.o
                                         THEN %1$s + p.ms ELSE l.expires_at_ms END
               WHEN NOT MATCHED THEN INSERT (lock_key, owner_token, fence, expires_at_ms, acquired_at_ms, holder)
-                   VALUES (p.k, p.o, %1$s * 1000, %1$s + p.ms, %1$s, p.h))
-            """.formatted(NOW);
+                   VALUES (p.k, p.o, %2$s, %1$s + p.ms, %1$s, p.h))
+            """.formatted(NOW, NOW_MICROS);
 
     /* renew: compare-and-extend. Only the unexpired owner's row gets expires_at_ms = now + lease_ms. */
     private static final String RENEW = """

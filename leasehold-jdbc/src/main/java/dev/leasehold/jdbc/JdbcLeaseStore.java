@@ -6,6 +6,7 @@ import dev.leasehold.LockKey;
 import dev.leasehold.spi.AcquireResult;
 import dev.leasehold.spi.Grant;
 import dev.leasehold.spi.LeaseStore;
+import dev.leasehold.spi.OwnerTokens;
 import dev.leasehold.spi.ReleaseNotice;
 import dev.leasehold.spi.ReleaseSubscription;
 import java.net.InetAddress;
@@ -35,9 +36,19 @@ import org.slf4j.LoggerFactory;
  * the SQL of each dialect is in one class with its condition). Expiry is decided by the database
  * clock only, read once per statement (never the transaction's start): the JVM sends durations, the
  * database computes and compares epoch milliseconds, so a JVM whose clock or time zone differs from
- * the database's changes nothing. Rows are kept on release, so fences keep growing; a new row's
- * fence is seeded with the database time in ms times 1000, so even {@link #deleteExpired
- * housekeeping} never makes a fence go backwards.
+ * the database's changes nothing.
+ *
+ * <p>Fences: every fence handed out is at least the database time in microseconds, and above the
+ * row's previous fence ({@code max(fence + 1, now_us)}, in the same statement), so fences strictly
+ * increase even when the row comes back older: a restore from a backup, a point-in-time recovery,
+ * a promoted replica that missed the last grants, or {@link #deleteExpired housekeeping} deleting
+ * the row ({@code LeaseStoreConformance#fencesNeverRepeatAfterARestoreOfOlderState} on H2,
+ * PostgreSQL and MariaDB). The limit: the database clock must not go back (across a failover, the
+ * new primary's clock must not be behind the old one's by more than the time the failover takes).
+ *
+ * <p>Owner tokens follow {@link OwnerTokens#check} and are compared exactly, byte for byte (on
+ * MariaDB through the NO PAD collation {@code utf8mb4_nopad_bin}, from schema version 1.2): {@code
+ * w1} and {@code w1 } are two owners ({@code LeaseStoreConformance#ownersThatDifferOnlyByTrailingSpacesAreTwoOwners}).
  *
  * <p>Transactions: every operation is its own transaction, committed before the method returns,
  * so a grant is never lost with a caller's rollback and a renewal on a scheduler thread is never
@@ -46,7 +57,11 @@ import org.slf4j.LoggerFactory;
  * switch costs a round trip, the statement is committed instead, one extra round trip (give the
  * store a pool with autocommit on to avoid it). A connection that is already inside a transaction
  * (a transaction-aware data source used inside a caller's transaction) is refused with an {@link
- * IllegalStateException}: the store would otherwise commit the caller's work.
+ * IllegalStateException}: the store would otherwise commit the caller's work. So is an
+ * autocommit-off connection whose transaction state the driver cannot report (a wrapper that does
+ * not unwrap to the driver's connection, MariaDB Connector/J before 3): the store never guesses
+ * (tests {@code AbstractJdbcLeaseStoreTest#aLeaseIsNeverPartOfACallersTransaction} and {@code
+ * #aLeaseIsNeverPartOfACallersTransactionWhenTheDriverStateIsHidden}).
  *
  * <p>A statement that fails on a deadlock or serialization conflict (SQLState 40001, MariaDB error
  * 1213) is run again, up to {@value Connections#ATTEMPTS} times, within the same operation.
@@ -348,10 +363,21 @@ public final class JdbcLeaseStore implements LeaseStore {
             if (connection.getAutoCommit()) {
                 return attempts(connection, call, false);
             }
-            if (Connections.inTransaction(connection, dialect.database())) {
-                throw new IllegalStateException("the lease store was handed a connection inside an open transaction"
-                        + " (a transaction-aware data source?) for " + operation + " of " + keyText
-                        + ": a lease is never part of a caller's transaction; give the store a plain data source");
+            switch (Connections.transactionState(connection, dialect.database())) {
+                case OPEN ->
+                    throw new IllegalStateException("the lease store was handed a connection inside an open"
+                            + " transaction (a transaction-aware data source?) for " + operation + " of " + keyText
+                            + ": a lease is never part of a caller's transaction; give the store a plain data source");
+                case UNKNOWN ->
+                    throw new IllegalStateException("the lease store was handed a connection with autocommit off for "
+                            + operation + " of " + keyText + " and cannot tell whether a transaction is open on it (a"
+                            + " wrapper that does not unwrap to the "
+                            + dialect.database().id() + " driver's connection,"
+                            + " or an older driver): it refuses rather than commit a caller's work; give the store a"
+                            + " data source whose connections have autocommit on");
+                case NONE -> {
+                    // the store's own transaction follows
+                }
             }
             if (dialect.autoCommitSwitchIsLocal()) {
                 connection.setAutoCommit(true);
@@ -450,12 +476,7 @@ public final class JdbcLeaseStore implements LeaseStore {
 
     private static void checkOwner(LockKey key, String owner) {
         Objects.requireNonNull(key, "key is missing (null)");
-        if (owner == null || owner.isBlank()) {
-            throw new IllegalArgumentException("owner token is missing or blank");
-        }
-        if (owner.length() > 128) {
-            throw new IllegalArgumentException("owner token must be at most 128 characters, was " + owner.length());
-        }
+        OwnerTokens.check(owner);
     }
 
     private static long millis(Duration leaseFor) {

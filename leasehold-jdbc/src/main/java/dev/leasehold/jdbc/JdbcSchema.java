@@ -19,9 +19,11 @@ public final class JdbcSchema {
 
     private JdbcSchema() {}
 
-    /** The scripts of this module, in version order (Flyway versions 1, 1.1, ...). */
-    static final List<String> SCRIPTS =
-            List.of("V1__leasehold_tables.sql", "V1_1__leasehold_fence_owner_and_expiry_index.sql");
+    /** The scripts of this module, in version order (Flyway versions 1, 1.1, 1.2, ...). */
+    static final List<String> SCRIPTS = List.of(
+            "V1__leasehold_tables.sql",
+            "V1_1__leasehold_fence_owner_and_expiry_index.sql",
+            "V1_2__leasehold_exact_keys_and_owners.sql");
 
     /**
      * Creates the lease and fence tables if they do not exist, and brings them to this version

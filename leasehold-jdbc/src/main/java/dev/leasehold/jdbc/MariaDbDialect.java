@@ -23,19 +23,26 @@ final class MariaDbDialect {
      */
     static final String NOW = "(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 1000)";
 
+    /**
+     * Epoch µs by the same clock: the floor of every fence handed out, so a fence is above any
+     * fence given before even when the row came back older (a restore, a promoted replica that
+     * missed the grant), as long as the database clock does not go back.
+     */
+    static final String NOW_MICROS = "TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))";
+
     /*
      * acquire: grants lock_key to owner for lease_ms when the row
-     *   - does not exist                           -> inserted, fence = now_ms * 1000
-     *   - is free or expired (expires_at_ms <= now) -> taken over, fence + 1
+     *   - does not exist                           -> inserted, fence = now_us
+     *   - is free or expired (expires_at_ms <= now) -> taken over, fence = max(fence + 1, now_us)
      *   - is held by the same owner, unexpired      -> extended, fence kept
      * and otherwise leaves every column as it was. RETURNING gives the row as left: another owner in
-     * it means busy, with that owner's expires_at_ms.
+     * it means busy, with that owner's expires_at_ms. VALUES(fence) is the statement's now_us.
      */
     private static final String ACQUIRE = """
             INSERT INTO leasehold_lease (lock_key, owner_token, fence, expires_at_ms, acquired_at_ms, holder)
-            VALUES (?, ?, %1$s * 1000, %1$s + ?, %1$s, ?)
+            VALUES (?, ?, %2$s, %1$s + ?, %1$s, ?)
             ON DUPLICATE KEY UPDATE
-                fence = IF(expires_at_ms <= VALUES(acquired_at_ms), fence + 1, fence),
+                fence = IF(expires_at_ms <= VALUES(acquired_at_ms), GREATEST(fence + 1, VALUES(fence)), fence),
                 acquired_at_ms = IF(expires_at_ms <= VALUES(acquired_at_ms), VALUES(acquired_at_ms), acquired_at_ms),
                 holder = IF(expires_at_ms <= VALUES(acquired_at_ms) OR owner_token = VALUES(owner_token),
                             VALUES(holder), holder),
@@ -44,7 +51,7 @@ final class MariaDbDialect {
                 expires_at_ms = IF(expires_at_ms <= VALUES(acquired_at_ms) OR owner_token = VALUES(owner_token),
                                    VALUES(expires_at_ms), expires_at_ms)
             RETURNING owner_token, fence, expires_at_ms, %1$s AS now_ms
-            """.formatted(NOW);
+            """.formatted(NOW, NOW_MICROS);
 
     /*
      * renew: compare-and-extend as an upsert on the primary key, which takes the row's exclusive
@@ -54,11 +61,11 @@ final class MariaDbDialect {
      */
     private static final String RENEW = """
             INSERT INTO leasehold_lease (lock_key, owner_token, fence, expires_at_ms, acquired_at_ms, holder)
-            VALUES (?, NULL, %1$s * 1000, %1$s, %1$s, NULL)
+            VALUES (?, NULL, %2$s, %1$s, %1$s, NULL)
             ON DUPLICATE KEY UPDATE
                 expires_at_ms = IF(owner_token <=> ? AND expires_at_ms > %1$s, %1$s + ?, expires_at_ms)
             RETURNING owner_token, fence, expires_at_ms, %1$s AS now_ms
-            """.formatted(NOW);
+            """.formatted(NOW, NOW_MICROS);
 
     /* release: compare-and-free by primary key. Only the unexpired owner frees the row; the row and its fence stay. */
     private static final String RELEASE = """

@@ -10,10 +10,13 @@ final class PostgresConnections {
 
     private PostgresConnections() {}
 
-    /** Whether the connection has an open transaction, by the driver's own state (no round trip). */
-    static boolean inTransaction(Connection connection) throws SQLException {
+    /**
+     * Whether the connection has an open transaction, by the driver's own state (no round trip);
+     * null when the connection does not unwrap to PgJDBC's.
+     */
+    static Boolean inTransaction(Connection connection) throws SQLException {
         if (!connection.isWrapperFor(BaseConnection.class)) {
-            return false;
+            return null;
         }
         return connection.unwrap(BaseConnection.class).getTransactionState() != TransactionState.IDLE;
     }

@@ -9,14 +9,21 @@ final class PostgresDialect {
      */
     static final String NOW = "(EXTRACT(EPOCH FROM statement_timestamp()) * 1000)::BIGINT";
 
+    /**
+     * Epoch µs of the same instant: the floor of every fence handed out, so a fence is above any
+     * fence given before even when the row came back older (a restore, a promoted replica that
+     * missed the grant), as long as the database clock does not go back.
+     */
+    static final String NOW_MICROS = "(EXTRACT(EPOCH FROM statement_timestamp()) * 1000000)::BIGINT";
+
     /** The channel release and force-release notify (payload {@code r:<fence>:<key>} or {@code f:<fence>:<key>}). */
     static final String CHANNEL = "leasehold_release";
 
     /*
      * acquire: ONE statement that grants lock_key to owner for lease_ms when the row
-     *   - is free or expired (expires_at_ms <= now)  -> taken over, fence + 1  (step 1, UPDATE)
+     *   - is free or expired (expires_at_ms <= now)  -> taken over, fence = max(fence + 1, now_us)  (step 1)
      *   - is held by the same owner, unexpired       -> extended, fence kept   (step 1, UPDATE)
-     *   - does not exist                            -> inserted, fence = now_ms * 1000 (step 2, INSERT)
+     *   - does not exist                            -> inserted, fence = now_us (step 2, INSERT)
      * and otherwise returns the holder's row with granted = false (busy, with its expiry).
      *
      * 1. The UPDATE locks the row only if its WHERE holds; a busy key is read, not locked, so the
@@ -29,10 +36,12 @@ final class PostgresDialect {
      */
     private static final String ACQUIRE = """
             WITH p AS (SELECT CAST(? AS VARCHAR(255)) AS k, CAST(? AS VARCHAR(128)) AS o,
-                              CAST(? AS BIGINT) AS ms, CAST(? AS VARCHAR(255)) AS h, %1$s AS now_ms),
+                              CAST(? AS BIGINT) AS ms, CAST(? AS VARCHAR(255)) AS h, %1$s AS now_ms,
+                              %2$s AS now_us),
             taken AS (
               UPDATE leasehold_lease l
-                 SET fence = CASE WHEN l.owner_token = p.o AND l.expires_at_ms > p.now_ms THEN l.fence ELSE l.fence + 1 END,
+                 SET fence = CASE WHEN l.owner_token = p.o AND l.expires_at_ms > p.now_ms THEN l.fence
+                                  ELSE GREATEST(l.fence + 1, p.now_us) END,
                      acquired_at_ms = CASE WHEN l.owner_token = p.o AND l.expires_at_ms > p.now_ms
                                            THEN l.acquired_at_ms ELSE p.now_ms END,
                      owner_token = p.o, expires_at_ms = p.now_ms + p.ms, holder = p.h
@@ -41,7 +50,7 @@ final class PostgresDialect {
               RETURNING l.owner_token, l.fence, l.expires_at_ms, p.now_ms),
             created AS (
               INSERT INTO leasehold_lease (lock_key, owner_token, fence, expires_at_ms, acquired_at_ms, holder)
-              SELECT p.k, p.o, p.now_ms * 1000, p.now_ms + p.ms, p.now_ms, p.h FROM p
+              SELECT p.k, p.o, p.now_us, p.now_ms + p.ms, p.now_ms, p.h FROM p
                WHERE NOT EXISTS (SELECT 1 FROM taken)
               ON CONFLICT (lock_key) DO NOTHING
               RETURNING owner_token, fence, expires_at_ms, (SELECT now_ms FROM p))
@@ -49,7 +58,7 @@ final class PostgresDialect {
             UNION ALL SELECT c.*, TRUE FROM created c
             UNION ALL SELECT l.owner_token, l.fence, l.expires_at_ms, p.now_ms, FALSE FROM leasehold_lease l, p
              WHERE l.lock_key = p.k AND NOT EXISTS (SELECT 1 FROM taken) AND NOT EXISTS (SELECT 1 FROM created)
-            """.formatted(NOW);
+            """.formatted(NOW, NOW_MICROS);
 
     /* renew: compare-and-extend. Only the unexpired owner's row gets expires_at_ms = now + lease_ms. */
     private static final String RENEW = """
@@ -107,7 +116,7 @@ final class PostgresDialect {
      * delete-expired: removes at most `limit` rows expired (or released) longer than retention_ms
      * ago, found through the expiry index. SKIP LOCKED passes over rows being acquired; the outer
      * condition is checked again on the row version the DELETE locks, so a row re-acquired meanwhile
-     * survives. A deleted key's next row is seeded with now_ms * 1000, above any fence it had.
+     * survives. A deleted key's next row is seeded with now_us, above any fence it had.
      */
     private static final String DELETE_EXPIRED = """
             DELETE FROM leasehold_lease

@@ -227,6 +227,34 @@ class MariaDbLeaseStoreTest extends AbstractJdbcLeaseStoreTest {
         assertThat(rawLease(live)).isPresent();
     }
 
+    /**
+     * Keys and owner tokens are compared byte for byte (NO PAD): with utf8mb4_bin, a PAD SPACE
+     * collation, 'w1' and 'w1 ' were one owner. The shared pool's schema went through {@link
+     * JdbcSchema#create}, which converts tables made by the first version.
+     */
+    @Test
+    void keyAndOwnerColumnsCompareByteForByte() throws SQLException {
+        Map<String, String> collations = new java.util.TreeMap<>();
+        try (Connection connection = dataSource().getConnection();
+                Statement statement = connection.createStatement();
+                ResultSet row = statement.executeQuery("SELECT TABLE_NAME, COLUMN_NAME, COLLATION_NAME"
+                        + " FROM information_schema.COLUMNS WHERE TABLE_SCHEMA = DATABASE()"
+                        + " AND TABLE_NAME IN ('leasehold_lease', 'leasehold_fence')"
+                        + " AND COLUMN_NAME IN ('lock_key', 'owner_token', 'resource', 'owner_digest')")) {
+            while (row.next()) {
+                collations.put(row.getString(1) + "." + row.getString(2), row.getString(3));
+            }
+        }
+        assertThat(collations)
+                .containsOnlyKeys(
+                        "leasehold_fence.owner_digest",
+                        "leasehold_fence.resource",
+                        "leasehold_lease.lock_key",
+                        "leasehold_lease.owner_token")
+                .allSatisfy(
+                        (column, collation) -> assertThat(collation).as(column).isEqualTo("utf8mb4_nopad_bin"));
+    }
+
     private long innodbDeadlocks() throws SQLException {
         try (Connection connection = dataSource().getConnection();
                 Statement statement = connection.createStatement();

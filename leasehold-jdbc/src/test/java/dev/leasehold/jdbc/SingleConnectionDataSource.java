@@ -1,20 +1,16 @@
 package dev.leasehold.jdbc;
 
-import java.io.PrintWriter;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Proxy;
 import java.sql.Connection;
 import java.sql.SQLException;
-import java.sql.SQLFeatureNotSupportedException;
-import java.util.logging.Logger;
-import javax.sql.DataSource;
 
 /**
  * Hands out one connection again and again (closing a handle does not close it): a test's victim,
  * or a pool of one. As a pool of one ({@link #pooled}), closing a handle does what a pool does on
  * return: rolls back what was left open and resets autocommit to the pool's default.
  */
-final class SingleConnectionDataSource implements DataSource {
+final class SingleConnectionDataSource implements DataSourceDefaults {
 
     private final Connection connection;
     private final Boolean poolAutoCommit;
@@ -58,36 +54,5 @@ final class SingleConnectionDataSource implements DataSource {
     @Override
     public Connection getConnection(String username, String password) {
         return getConnection();
-    }
-
-    @Override
-    public PrintWriter getLogWriter() {
-        return null;
-    }
-
-    @Override
-    public void setLogWriter(PrintWriter out) {}
-
-    @Override
-    public void setLoginTimeout(int seconds) {}
-
-    @Override
-    public int getLoginTimeout() {
-        return 0;
-    }
-
-    @Override
-    public Logger getParentLogger() throws SQLFeatureNotSupportedException {
-        throw new SQLFeatureNotSupportedException();
-    }
-
-    @Override
-    public <T> T unwrap(Class<T> iface) {
-        throw new UnsupportedOperationException();
-    }
-
-    @Override
-    public boolean isWrapperFor(Class<?> iface) {
-        return false;
     }
 }

@@ -116,6 +116,16 @@ public abstract class LeaseStoreConformance {
         default void close() {}
     }
 
+    /**
+     * Optional: whether the store refuses owner tokens that contain a control character (U+0000 to
+     * U+001F, U+007F to U+009F) with an {@link IllegalArgumentException}, as {@code
+     * OwnerTokens.check} does. False (the default) still requires such a token to be either refused
+     * as bad input or kept exactly; never a store failure.
+     */
+    protected boolean refusesControlCharactersInOwnerTokens() {
+        return false;
+    }
+
     /** The store of the running test. */
     protected LeaseStore store;
 
@@ -895,6 +905,62 @@ public abstract class LeaseStoreConformance {
         assertThat(counter.commands() - before)
                 .as("commands the server received for %s", operation)
                 .isEqualTo(1);
+    }
+
+    // ------------------------------------------------------------------ owners and keys compared exactly
+
+    @Test
+    void ownersThatDifferOnlyByTrailingSpacesAreTwoOwners() {
+        String owner = owner();
+        String padded = owner + " ";
+        LockKey key = key("padded-second");
+        long fence = fenceOf(store.tryAcquire(key, owner, Duration.ofSeconds(30)));
+        assertThat(store.tryAcquire(key, padded, Duration.ofSeconds(30)))
+                .as("'%s ' is another owner than '%s'", owner, owner)
+                .isInstanceOf(AcquireResult.Busy.class);
+        assertThat(store.renew(key, padded, Duration.ofSeconds(30))).isEmpty();
+        assertThat(store.release(key, padded)).isFalse();
+        assertThat(rawLease(key)).contains(new RawLease(owner, fence));
+        assertThat(store.release(key, owner)).isTrue();
+
+        LockKey first = key("padded-first");
+        long paddedFence = fenceOf(store.tryAcquire(first, padded, Duration.ofSeconds(30)));
+        assertThat(store.tryAcquire(first, owner, Duration.ofSeconds(30))).isInstanceOf(AcquireResult.Busy.class);
+        assertThat(store.renew(first, owner, Duration.ofSeconds(30))).isEmpty();
+        assertThat(store.release(first, owner)).isFalse();
+        assertThat(rawLease(first)).contains(new RawLease(padded, paddedFence));
+        assertThat(store.inspect(first).orElseThrow().ownerToken()).isEqualTo(padded);
+        assertThat(store.release(first, padded)).isTrue();
+
+        // Keys: a key part with white space cannot even be built, so K1 and 'K1 ' never meet a store.
+        assertThatThrownBy(() -> key("K1 ")).isInstanceOf(IllegalArgumentException.class);
+        assertThatThrownBy(() -> LockKey.parse(key("K1").render() + " ")).isInstanceOf(IllegalArgumentException.class);
+    }
+
+    @Test
+    void ownerTokenWithAControlCharacterIsBadInputNeverAStoreFailure() {
+        LockKey key = key("control-owner");
+        String owner = owner() + "\u0000x";
+        if (refusesControlCharactersInOwnerTokens()) {
+            assertThatThrownBy(() -> store.tryAcquire(key, owner, Duration.ofSeconds(30)))
+                    .isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageContaining("control character");
+            assertThatThrownBy(() -> store.renew(key, owner, Duration.ofSeconds(30)))
+                    .isInstanceOf(IllegalArgumentException.class);
+            assertThatThrownBy(() -> store.release(key, owner)).isInstanceOf(IllegalArgumentException.class);
+            assertThat(rawLease(key)).isEmpty();
+            return;
+        }
+        AtomicReference<AcquireResult> result = new AtomicReference<>();
+        Throwable failure = catchThrowable(() -> result.set(store.tryAcquire(key, owner, Duration.ofSeconds(30))));
+        if (failure != null) {
+            assertThat(failure).as("refused as bad input").isInstanceOf(IllegalArgumentException.class);
+            assertThat(rawLease(key)).isEmpty();
+            return;
+        }
+        long fence = fenceOf(result.get());
+        assertThat(rawLease(key)).as("kept exactly").contains(new RawLease(owner, fence));
+        assertThat(store.release(key, owner)).isTrue();
     }
 
     // ------------------------------------------------------------------ robustness
