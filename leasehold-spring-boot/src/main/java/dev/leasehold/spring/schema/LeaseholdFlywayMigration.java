@@ -16,7 +16,8 @@ import org.springframework.beans.factory.InitializingBean;
  * <p>It runs after the application's Flyway migration and before every bean that depends on
  * database initialization. A schema that already holds the application's tables is baselined at
  * version 0, so Leasehold's migrations still all run; the application's Flyway, running first,
- * never finds Leasehold's tables in a schema it has not migrated yet.
+ * never finds Leasehold's tables in a schema it has not migrated yet. Scripts are applied out of
+ * order, so that a schema of an earlier release takes every module's later scripts.
  */
 public class LeaseholdFlywayMigration implements InitializingBean {
 
@@ -32,6 +33,10 @@ public class LeaseholdFlywayMigration implements InitializingBean {
                 .locations(LeaseholdMigrations.location(database))
                 .baselineOnMigrate(true)
                 .baselineVersion("0")
+                // Each module numbers its own scripts (1.x, 2.x, 3.x): a module's new script sorts
+                // below versions other modules have already applied, and must still run on upgrade
+                // (LeaseholdFlywayUpgradeTest).
+                .outOfOrder(true)
                 .failOnMissingLocations(true)
                 .load();
     }
