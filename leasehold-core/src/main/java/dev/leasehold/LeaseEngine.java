@@ -66,6 +66,13 @@ import org.slf4j.LoggerFactory;
  * store's last report, or until the bounded poll interval passes ({@code LeaseEngineScheduleTest}).
  * A head that leaves without the key passes its turn on ({@code #aHeadWaiterThatLeavesPassesItsTurn}).
  *
+ * <p>How a wait ends without the key: a waiter that met contention (the store answered Busy, or,
+ * when fair, it queued behind another waiter) and runs out of time gives up with {@link
+ * LockBusyException}, even if its last store call got no answer or its turn came too late to ask;
+ * a waiter that never met contention and whose store call got no answer within the wait gives up
+ * with {@link LeaseStoreException} ({@code FairWaitingDeadlineTest}, {@code
+ * LeaseEngineTest.Waiting}).
+ *
  * <p>Store tokens: every grant is asked for with a token of its own. Without an explicit owner it
  * is random; with a {@link LockOwner} it is the owner's token plus a per-grant suffix, so that two
  * processes sharing one owner token never both hold the key (the second is refused as busy), and
@@ -238,6 +245,8 @@ final class LeaseEngine implements LockService {
         String waitToken = grantToken(token);
         boolean acquired = false;
         try {
+            // Contention seen: a Busy answer, or (fair) a turn behind another waiter. A wait that
+            // saw it and ends without an answer ends as busy (FairWaitingDeadlineTest).
             boolean sawBusy = false;
             boolean waitingTold = false;
             long holderRemaining = -1;
@@ -255,6 +264,8 @@ final class LeaseEngine implements LockService {
                     }
                     sawBusy = true;
                     holderRemaining = attempt.holderRemainingNanos();
+                } else {
+                    sawBusy = true; // queued behind another waiter: contention, not a store failure
                 }
                 if (!waitingTold) {
                     waitingTold = true;

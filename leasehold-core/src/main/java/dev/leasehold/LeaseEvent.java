@@ -15,7 +15,8 @@ import java.util.Objects;
  * @param waited how long the caller waited, for ACQUIRED and BUSY; zero otherwise
  * @param held how long the lease was held, for RELEASED and LOST; zero otherwise
  * @param detail a reason or other detail, or {@code null}
- * @param failure the store failure, for RENEWAL_FAILED; otherwise {@code null}
+ * @param failure the store failure, for RENEWAL_FAILED and for a RELEASED whose store release
+ *     failed (the lease then ends at its expiry); otherwise {@code null}
  */
 public record LeaseEvent(
         LeaseEventType type,

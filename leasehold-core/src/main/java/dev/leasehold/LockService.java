@@ -57,8 +57,11 @@ public interface LockService extends AutoCloseable {
      * Takes the key for the current thread, waiting up to {@link LeaseOptions#waitFor()}; woken by
      * release notifications where the store has them, otherwise by a bounded poll.
      *
-     * @throws LockBusyException if the key stayed busy for the whole wait
-     * @throws LeaseStoreException if the store fails
+     * @throws LockBusyException if the key stayed busy for the whole wait: the store answered Busy,
+     *     or (fair) the caller queued behind another waiter of this service, even when the last
+     *     store call then got no answer before the deadline ({@code FairWaitingDeadlineTest})
+     * @throws LeaseStoreException if the store fails, or gives no answer within the wait to a
+     *     caller that met no contention
      * @throws InterruptedException if the thread is interrupted while waiting
      */
     Lease acquire(LockKey key, LeaseOptions options) throws InterruptedException;

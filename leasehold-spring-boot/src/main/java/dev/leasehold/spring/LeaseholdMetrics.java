@@ -47,7 +47,7 @@ public final class LeaseholdMetrics implements LeaseListener {
                                 "outcome",
                                 event.type() == dev.leasehold.LeaseEventType.BUSY ? "busy" : "acquired")
                         .record(event.waited());
-            case RELEASED ->
+            case RELEASED -> {
                 timer(
                                 LeaseholdMetricNames.LOCK_HOLD,
                                 "How long leases were held, from grant to release",
@@ -56,6 +56,17 @@ public final class LeaseholdMetrics implements LeaseListener {
                                 "backend",
                                 backend)
                         .record(event.held());
+                if (event.failure() != null) {
+                    counter(
+                                    LeaseholdMetricNames.LOCK_RELEASE_FAILURES,
+                                    "Releases that failed in the store; those leases end at their expiry",
+                                    "namespace",
+                                    namespace,
+                                    "backend",
+                                    backend)
+                            .increment();
+                }
+            }
             case LOST ->
                 counter(
                                 LeaseholdMetricNames.LOCK_LOST,

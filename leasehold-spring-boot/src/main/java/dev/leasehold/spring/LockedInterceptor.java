@@ -27,7 +27,8 @@ import org.springframework.util.ClassUtils;
  * Runs {@link Locked} methods under their leases. Ordered before the transaction interceptor, so
  * the lease is taken before the transaction begins and released after it commits (S2.5); if the
  * method is called inside a caller's transaction, the release waits for that transaction to
- * complete. Thread-safe.
+ * complete. A release that fails after the method completed never replaces its result or its
+ * exception (the lease then ends at its expiry). Thread-safe.
  */
 final class LockedInterceptor implements MethodInterceptor {
 
@@ -134,7 +135,7 @@ final class LockedInterceptor implements MethodInterceptor {
             throw t;
         } finally {
             scope.close();
-            releaseAfterTransaction(observed);
+            releaseAfterTransaction(observed, keys);
         }
     }
 
@@ -205,11 +206,21 @@ final class LockedInterceptor implements MethodInterceptor {
         return new LockBusyException(busy.key(), busy.waited(), text);
     }
 
-    private static void releaseAfterTransaction(AutoCloseable held) throws Exception {
+    /**
+     * Releases after the method's transaction (or the caller's) completed. A release that fails then
+     * changes nothing of what the method did: its result or its own exception reaches the caller,
+     * the lease ends at its expiry in the store, and the failure is logged here once, with its cause
+     * (the engine's RELEASED event carries it to the meters). Test: {@code ReleaseAfterCommitTest}.
+     */
+    private static void releaseAfterTransaction(AutoCloseable held, List<LockKey> keys) throws Exception {
         if (TRANSACTIONS && TransactionRelease.deferIfInTransaction(held)) {
             return;
         }
-        close(held);
+        try {
+            close(held);
+        } catch (RuntimeException e) {
+            log.warn("release of {} failed after the method completed; the lease ends at its expiry", keys, e);
+        }
     }
 
     static void close(AutoCloseable held) throws Exception {
