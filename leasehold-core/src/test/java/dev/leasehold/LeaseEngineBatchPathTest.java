@@ -186,7 +186,13 @@ class LeaseEngineBatchPathTest extends EngineHarness {
         assertThat(failure.get()).isNull();
         assertThat(flagKept).as("interrupt flag kept").isTrue();
         assertThat(store.count(Op.ACQUIRE, null)).isZero();
+
+        service.close(); // the subscription the caller left arrives after the close: it is closed at once
         gate.open();
+        org.awaitility.Awaitility.await("the late force-release subscription closed")
+                .atMost(FakeTime.PATIENCE)
+                .pollInterval(Duration.ofMillis(1))
+                .until(() -> store.forceSubscriberCount() == 0);
     }
 
     @Test
