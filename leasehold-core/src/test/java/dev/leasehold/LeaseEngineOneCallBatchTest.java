@@ -15,10 +15,12 @@ import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
 import java.util.Optional;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.Future;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
+import java.util.function.Supplier;
 import java.util.stream.IntStream;
 import org.junit.jupiter.api.Test;
 
@@ -43,10 +45,21 @@ class LeaseEngineOneCallBatchTest extends EngineHarness {
             this.scripted = scripted;
         }
 
+        /** Steps the next batch calls run around the real batch, in order; later ones pass. */
+        final ConcurrentLinkedQueue<ScriptedStore.Step> steps = new ConcurrentLinkedQueue<>();
+
         @Override
-        public synchronized BatchAcquireResult tryAcquireAll(List<LockKey> keys, String owner, Duration leaseFor) {
+        public BatchAcquireResult tryAcquireAll(List<LockKey> keys, String owner, Duration leaseFor) {
             LeaseStore.checkBatch(keys);
             batches.add(List.copyOf(keys));
+            ScriptedStore.Step step = steps.poll();
+            Supplier<BatchAcquireResult> real = () -> applyBatch(keys, owner, leaseFor);
+            return step == null
+                    ? real.get()
+                    : step.apply(new ScriptedStore.Call(Op.ACQUIRE, null, owner, "batch"), real);
+        }
+
+        private synchronized BatchAcquireResult applyBatch(List<LockKey> keys, String owner, Duration leaseFor) {
             for (LockKey key : keys) {
                 Optional<LeaseInfo> lease = scripted.backend.inspect(key);
                 if (lease.isPresent() && !lease.get().ownerToken().equals(owner)) {

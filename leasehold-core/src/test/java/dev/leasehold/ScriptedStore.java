@@ -196,6 +196,20 @@ final class ScriptedStore implements LeaseStore {
         };
     }
 
+    /** Hangs on the gate, then applies the operation and reports a failure: a reply lost after a long wait. */
+    static Step hangThenApplyThenFail(Gate gate) {
+        return new Step() {
+            @Override
+            public <T> T apply(Call call, Supplier<T> real) {
+                return gate.pass(() -> {
+                    real.get();
+                    throw new LeaseStoreException(
+                            call.op().name().toLowerCase(), render(call), new TimeoutException("reply lost"));
+                });
+            }
+        };
+    }
+
     /** Runs {@code before} in the store, then the real operation. */
     static Step before(Runnable before) {
         return new Step() {
