@@ -361,9 +361,15 @@ final class LeaseEngine implements LockService {
                 awaitForceWatch(deadline);
                 String grantToken = waitToken != null ? waitToken : grantToken(token);
                 long sent = ticker.nanos();
-                AcquireResult result = bounded
-                        ? boundedAcquire(key, grantToken, options, deadline)
-                        : directAcquire(key, grantToken, options);
+                AcquireResult result;
+                try {
+                    result = bounded
+                            ? boundedAcquire(key, grantToken, options, deadline)
+                            : directAcquire(key, grantToken, options);
+                } catch (RuntimeException | Error | InterruptedException e) {
+                    retire(holderKey, slot); // nothing is held: leave no slot behind
+                    throw e;
+                }
                 if (result == null) {
                     retire(holderKey, slot);
                     return Attempt.UNANSWERED;

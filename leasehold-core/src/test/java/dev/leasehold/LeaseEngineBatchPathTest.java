@@ -70,6 +70,20 @@ class LeaseEngineBatchPathTest extends EngineHarness {
     }
 
     @Test
+    void aSingleAcquireWhoseStoreCallFailsLeavesNoHolderSlotBehind() {
+        ScriptedStore store = store(true);
+        LockService service = service(store);
+        store.script(Op.ACQUIRE, A, ScriptedStore.fail(), ScriptedStore.fail());
+
+        assertThatThrownBy(() -> service.tryAcquire(A, lease(HOUR, true))).isInstanceOf(LeaseStoreException.class);
+        assertThatThrownBy(() -> service.acquire(A, lease(HOUR, true).withWait(Duration.ofSeconds(1))))
+                .isInstanceOf(LeaseStoreException.class);
+
+        assertThat(service.heldLeases()).isEmpty();
+        assertThat(holderSlots(service)).as("slots after two failed acquires").isZero();
+    }
+
+    @Test
     void aReenteredKeyKeepsItsExtraHoldOnlyWhileTheBatchIsHeld() throws Exception {
         ScriptedStore store = store(true);
         LockService service = service(store);
