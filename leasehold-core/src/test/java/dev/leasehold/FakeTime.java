@@ -127,15 +127,30 @@ final class FakeTime implements Ticker {
      * alarm or a renewal is set, for instance.
      */
     Duration awaitEarliestTaskWithin(Duration within) {
-        awaitTaskDueWithin(within);
+        // The wait and the reading under one hold of the lock: a task seen due within the limit
+        // may be cancelled as soon as the lock is let go (a store call's deadline, once answered).
+        long deadline = System.nanoTime() + PATIENCE.toNanos();
         lock.lock();
         try {
-            long earliest = tasks.stream()
-                    .filter(t -> !t.isCancelled())
-                    .mapToLong(t -> t.at)
-                    .min()
-                    .orElseThrow();
-            return Duration.ofNanos(earliest - now.get());
+            while (true) {
+                long current = now.get();
+                long earliest = tasks.stream()
+                        .filter(t -> !t.isCancelled())
+                        .mapToLong(t -> t.at)
+                        .min()
+                        .orElse(Long.MAX_VALUE);
+                if (earliest != Long.MAX_VALUE && earliest <= current + within.toNanos()) {
+                    return Duration.ofNanos(earliest - current);
+                }
+                long left = deadline - System.nanoTime();
+                if (left <= 0) {
+                    throw new AssertionError("no task fell due within " + within + " in 5 s of waiting");
+                }
+                added.awaitNanos(Math.min(left, TimeUnit.MILLISECONDS.toNanos(20)));
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new AssertionError("interrupted", e);
         } finally {
             lock.unlock();
         }

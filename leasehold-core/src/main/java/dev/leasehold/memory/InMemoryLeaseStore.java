@@ -6,6 +6,7 @@ import dev.leasehold.Ticker;
 import dev.leasehold.spi.AcquireResult;
 import dev.leasehold.spi.Grant;
 import dev.leasehold.spi.LeaseStore;
+import dev.leasehold.spi.OwnerTokens;
 import dev.leasehold.spi.ReleaseNotice;
 import dev.leasehold.spi.ReleaseSubscription;
 import java.time.Clock;
@@ -197,9 +198,7 @@ public final class InMemoryLeaseStore implements LeaseStore {
 
     private static void checkKeyAndOwner(LockKey key, String owner) {
         Objects.requireNonNull(key, "key is missing (null)");
-        if (owner == null || owner.isBlank()) {
-            throw new IllegalArgumentException("owner token is missing or blank");
-        }
+        OwnerTokens.check(owner);
     }
 
     private static long positive(Duration leaseFor) {

@@ -8,6 +8,7 @@ import dev.leasehold.LockKey;
 import dev.leasehold.spi.AcquireResult;
 import dev.leasehold.spi.Grant;
 import dev.leasehold.spi.LeaseStore;
+import dev.leasehold.spi.OwnerTokens;
 import dev.leasehold.spi.ReleaseNotice;
 import dev.leasehold.spi.ReleaseSubscription;
 import io.etcd.jetcd.ByteSequence;
@@ -842,9 +843,7 @@ public final class EtcdLeaseStore implements LeaseStore {
 
     private static void checkOwner(LockKey key, String owner) {
         Objects.requireNonNull(key, "key is missing (null)");
-        if (owner == null || owner.isBlank()) {
-            throw new IllegalArgumentException("owner token is missing or blank");
-        }
+        OwnerTokens.check(owner);
     }
 
     private static ByteSequence prefixEnd(ByteSequence prefix) {

@@ -132,12 +132,6 @@ abstract class AbstractJdbcLeaseStoreTest extends LeaseStoreConformance {
         }
     }
 
-    /** Owner tokens are checked by the shared rule before anything is sent. */
-    @Override
-    protected boolean refusesControlCharactersInOwnerTokens() {
-        return true;
-    }
-
     /**
      * A restore of older state, as a point-in-time restore or an asynchronous replica that missed
      * the last grants would bring: the test namespace's rows of the lease and fence tables are copied

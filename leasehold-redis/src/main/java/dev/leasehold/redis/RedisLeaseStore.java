@@ -7,6 +7,7 @@ import dev.leasehold.spi.AcquireResult;
 import dev.leasehold.spi.BatchAcquireResult;
 import dev.leasehold.spi.Grant;
 import dev.leasehold.spi.LeaseStore;
+import dev.leasehold.spi.OwnerTokens;
 import dev.leasehold.spi.ReleaseNotice;
 import dev.leasehold.spi.ReleaseSubscription;
 import io.lettuce.core.RedisClient;
@@ -96,9 +97,6 @@ public final class RedisLeaseStore implements LeaseStore {
     private static final Logger log = LoggerFactory.getLogger(RedisLeaseStore.class);
     private static final Pattern PREFIX = Pattern.compile("[A-Za-z0-9_.:\\-]{1,64}");
     private static final Pattern LOCAL_ADDRESS = Pattern.compile("(?:^|\\s)laddr=(\\S+)");
-
-    /** The longest owner token every Leasehold store accepts (SQL stores it in a VARCHAR(128)). */
-    static final int MAX_OWNER_LENGTH = 128;
 
     /** How long a fence counter stays after its key's last grant unless the builder says otherwise. */
     public static final Duration DEFAULT_FENCE_COUNTER_TTL = Duration.ofDays(1);
@@ -703,13 +701,7 @@ public final class RedisLeaseStore implements LeaseStore {
 
     private static void checkOwner(LockKey key, String owner) {
         Objects.requireNonNull(key, "key is missing (null)");
-        if (owner == null || owner.isBlank()) {
-            throw new IllegalArgumentException("owner token is missing or blank");
-        }
-        if (owner.length() > MAX_OWNER_LENGTH) {
-            throw new IllegalArgumentException(
-                    "owner token must be at most " + MAX_OWNER_LENGTH + " characters, was " + owner.length());
-        }
+        OwnerTokens.check(owner);
     }
 
     /** The server's own address as it reports it ({@code CLIENT INFO}, Redis 6.2+), for messages. */

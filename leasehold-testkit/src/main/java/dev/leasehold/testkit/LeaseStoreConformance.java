@@ -119,11 +119,12 @@ public abstract class LeaseStoreConformance {
     /**
      * Optional: whether the store refuses owner tokens that contain a control character (U+0000 to
      * U+001F, U+007F to U+009F) with an {@link IllegalArgumentException}, as {@code
-     * OwnerTokens.check} does. False (the default) still requires such a token to be either refused
-     * as bad input or kept exactly; never a store failure.
+     * OwnerTokens.check} does; true by default, as every Leasehold store applies that rule. A store
+     * with a rule of its own overrides false: such a token must then be either refused as bad input
+     * or kept exactly; never a store failure.
      */
     protected boolean refusesControlCharactersInOwnerTokens() {
-        return false;
+        return true;
     }
 
     /** The store of the running test. */
