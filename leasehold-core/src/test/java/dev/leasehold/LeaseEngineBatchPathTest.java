@@ -118,16 +118,20 @@ class LeaseEngineBatchPathTest extends EngineHarness {
         ScriptedStore store = store(true);
         LockService service = service(store, b -> b.fair(true));
         holdElsewhere(store, B);
+        // The waiter's first try is refused; its next one (once subscribed) is held in the store
+        // while B is freed behind the engine's back: B is free, and a waiter is queued for it.
+        Gate gate = new Gate();
+        store.script(Op.ACQUIRE, B, ScriptedStore.pass(), ScriptedStore.hang(gate));
         Future<Lease> waiter = async(() -> service.acquire(B, waiting(HOUR, HOUR), LockOwner.create("w")));
-        store.awaitCall(Op.SUBSCRIBE, B, 1);
-        store.backend.release(B, OTHER); // behind the engine's back: B is free, a waiter queues for it
+        gate.awaitEntered();
+        store.backend.release(B, OTHER);
         long acquiresBefore = store.count(Op.ACQUIRE, null);
 
         assertThat(service.tryAcquireAll(List.of(A, B), lease(HOUR, true))).isEmpty();
         assertThat(store.count(Op.ACQUIRE, null)).as("no store call").isEqualTo(acquiresBefore);
         assertThat(store.backend.inspect(A)).isEmpty();
 
-        store.publish(new dev.leasehold.spi.ReleaseNotice(B.render(), 1, false));
+        gate.open();
         await(waiter).close();
         try (LeaseGroup group =
                 service.tryAcquireAll(List.of(A, B), lease(HOUR, true)).orElseThrow()) {
