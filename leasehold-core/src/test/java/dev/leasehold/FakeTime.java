@@ -12,6 +12,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.LongFunction;
 
 /**
  * Time that moves only when a test says so: a {@link Ticker} and a {@link ScheduledExecutorService}
@@ -96,29 +97,10 @@ final class FakeTime implements Ticker {
 
     /** As {@link #awaitTaskDueWithin}, for {@code count} live tasks (several sleeping waiters). */
     void awaitTasksDueWithin(int count, Duration within) {
-        long deadline = System.nanoTime() + PATIENCE.toNanos();
-        lock.lock();
-        try {
-            while (true) {
-                long limit = now.get() + within.toNanos();
-                if (tasks.stream()
-                                .filter(t -> !t.isCancelled() && t.at <= limit)
-                                .count()
-                        >= count) {
-                    return;
-                }
-                long left = deadline - System.nanoTime();
-                if (left <= 0) {
-                    throw new AssertionError("no task fell due within " + within + " in 5 s of waiting");
-                }
-                added.awaitNanos(Math.min(left, TimeUnit.MILLISECONDS.toNanos(20)));
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new AssertionError("interrupted", e);
-        } finally {
-            lock.unlock();
-        }
+        awaitUnderLock(within, current -> {
+            long limit = current + within.toNanos();
+            return tasks.stream().filter(t -> !t.isCancelled() && t.at <= limit).count() >= count ? Boolean.TRUE : null;
+        });
     }
 
     /**
@@ -129,18 +111,30 @@ final class FakeTime implements Ticker {
     Duration awaitEarliestTaskWithin(Duration within) {
         // The wait and the reading under one hold of the lock: a task seen due within the limit
         // may be cancelled as soon as the lock is let go (a store call's deadline, once answered).
+        return awaitUnderLock(within, current -> {
+            long earliest = tasks.stream()
+                    .filter(t -> !t.isCancelled())
+                    .mapToLong(t -> t.at)
+                    .min()
+                    .orElse(Long.MAX_VALUE);
+            return earliest != Long.MAX_VALUE && earliest <= current + within.toNanos()
+                    ? Duration.ofNanos(earliest - current)
+                    : null;
+        });
+    }
+
+    /**
+     * Holding the lock, asks {@code probe} (given the fake now) until it answers non-null, waking
+     * whenever a task is added; fails after {@link #PATIENCE} of real time.
+     */
+    private <T> T awaitUnderLock(Duration within, LongFunction<T> probe) {
         long deadline = System.nanoTime() + PATIENCE.toNanos();
         lock.lock();
         try {
             while (true) {
-                long current = now.get();
-                long earliest = tasks.stream()
-                        .filter(t -> !t.isCancelled())
-                        .mapToLong(t -> t.at)
-                        .min()
-                        .orElse(Long.MAX_VALUE);
-                if (earliest != Long.MAX_VALUE && earliest <= current + within.toNanos()) {
-                    return Duration.ofNanos(earliest - current);
+                T answer = probe.apply(now.get());
+                if (answer != null) {
+                    return answer;
                 }
                 long left = deadline - System.nanoTime();
                 if (left <= 0) {

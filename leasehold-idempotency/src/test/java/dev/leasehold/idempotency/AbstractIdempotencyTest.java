@@ -146,7 +146,7 @@ abstract class AbstractIdempotencyTest {
                     start.await();
                     return executor.execute(submission("pay-1", "{\"amount\":35}"), context -> {
                         executions.incrementAndGet();
-                        Thread.sleep(300);
+                        Thread.sleep(300); // the work's duration: the other callers arrive while it runs
                         return new StoredResponse(201, "{\"paid\":35}");
                     });
                 }));
