@@ -183,29 +183,38 @@ final class StormAcrossInstances implements Scenario {
                 "--spring.main.banner-mode=off");
     }
 
-    /** Polls a demo note's conservation until the instance answers it (migrated, seeded, serving). */
+    /**
+     * Waits until the instance is ready as a load balancer would see it: {@code /actuator/health}
+     * UP (the lease store included: the service connects to Redis on first use, and its health
+     * probe makes that first use) and a demo note served (migrated and seeded).
+     */
     private static void awaitReady(HttpClient http, ChildJvm jvm, String base) throws Exception {
+        String root = base.substring(0, base.indexOf("/api/"));
+        List<String> probes = List.of(root + "/actuator/health", base + "/notes/" + note(NOTES) + "/conservation");
         long deadline = System.nanoTime() + Duration.ofSeconds(180).toNanos();
         String last = "nothing";
-        while (System.nanoTime() < deadline) {
+        int ready = 0;
+        while (ready < probes.size()) {
             if (!jvm.process().isAlive()) {
                 throw new IllegalStateException("loan service " + jvm.name() + " exited with "
                         + jvm.process().exitValue() + " before it served\n" + jvm.logTail());
             }
+            if (System.nanoTime() > deadline) {
+                throw new IllegalStateException("loan service " + jvm.name() + " was not ready within 180 s (last: "
+                        + last + ")\n" + jvm.logTail());
+            }
             try {
-                HttpResponse<String> response = http.send(
-                        get(base + "/notes/" + note(NOTES) + "/conservation"), HttpResponse.BodyHandlers.ofString());
+                HttpResponse<String> response = http.send(get(probes.get(ready)), HttpResponse.BodyHandlers.ofString());
                 if (response.statusCode() == 200) {
-                    return;
+                    ready++;
+                    continue;
                 }
-                last = response.statusCode() + " " + response.body();
+                last = probes.get(ready) + " answered " + response.statusCode() + " " + response.body();
             } catch (IOException e) {
-                last = e.toString(); // not listening yet
+                last = probes.get(ready) + ": " + e; // not listening yet
             }
             TimeUnit.MILLISECONDS.sleep(200); // poll interval, the answer decides
         }
-        throw new IllegalStateException(
-                "loan service " + jvm.name() + " did not serve within 180 s (last: " + last + ")\n" + jvm.logTail());
     }
 
     private static String note(int n) {
