@@ -94,7 +94,8 @@ final class CrashedService implements Scenario {
             }
         }
         tally.note("requests: " + storm.keys.size() + ", sends: " + tally.operationCount() + ", kills: " + storm.kills
-                + " (one right after a business commit), replies: " + storm.replies);
+                + " (one right after a business commit), sends in flight at a kill: " + storm.unansweredAtKills
+                + ", replies: " + storm.replies);
     }
 
     private static Map<String, List<String>> payments(PrivateDatabase db, String table) throws Exception {
@@ -115,6 +116,7 @@ final class CrashedService implements Scenario {
         final Map<String, Set<String>> answers = new HashMap<>();
         final Map<String, Integer> replies = new TreeMap<>();
         int kills;
+        int unansweredAtKills;
 
         private final Starter starter;
         private final Tally tally;
@@ -269,6 +271,7 @@ final class CrashedService implements Scenario {
             }
             service.kill();
             kills++;
+            unansweredAtKills += inFlight.size();
             inFlight.clear();
             try {
                 start();
