@@ -1,6 +1,11 @@
 package dev.leasehold.faults;
 
 import dev.leasehold.jdbc.Database;
+import java.io.IOException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -12,18 +17,26 @@ import java.util.List;
 import java.util.Map;
 import java.util.Random;
 import java.util.Set;
+import java.util.TreeMap;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 /**
- * 6. A service JVM ({@link ServiceMain}) serving idempotent payments is killed ({@code kill -9})
- * during a storm of retried requests: at random moments, and once right after a business commit,
- * before the answer. The client retries every unanswered request (on the restarted service) and
- * sends answered ones again as impatient clients do. Protected: every request paid exactly once,
- * every acknowledged receipt present, every answer to one key the same receipt. Canary: a payment
- * endpoint without idempotency, retried the same way after each kill: paid twice.
+ * 6. A service JVM serving idempotent payments is killed ({@code kill -9}) during a storm of
+ * retried requests: at random moments, and once right after a business commit, before the answer.
+ * The client retries every unanswered request (on the restarted service) and sends answered ones
+ * again as impatient clients do. Protected: every request paid exactly once, every acknowledged
+ * receipt present, every answer to one key the same receipt. Canary: a payment endpoint without
+ * idempotency, retried the same way after each kill: paid twice.
  *
- * <p>Two services: {@code request records}, where the payment commits in one transaction with the
- * request's SUCCESS mark (what {@code @Idempotent} does), and {@code side effects}, where the
- * payment is a side effect of the request, committed with the effect's mark.
+ * <p>Two services: {@code request records}, the Spring Boot service {@link PaymentService} whose
+ * endpoint is an {@code @Idempotent} method (the payment commits in one transaction with the
+ * request's SUCCESS mark), reached over HTTP with an {@code Idempotency-Key} header; and {@code
+ * side effects}, {@link ServiceMain}, where the payment is a side effect of the request, committed
+ * with the effect's mark.
  */
 final class CrashedService implements Scenario {
 
@@ -50,7 +63,8 @@ final class CrashedService implements Scenario {
             for (String table : List.of("fault_payment", "fault_plain_payment")) {
                 db.execute(Bookings.createTable(table));
             }
-            Storm storm = new Storm(backend.equals(EFFECTS) ? "effect" : "request", db, profile, tally);
+            Storm storm = new Storm(
+                    backend.equals(EFFECTS) ? StdinService.starter(db) : HttpService.starter(db), db, profile, tally);
             storm.run();
             check(db, storm, tally);
         }
@@ -80,7 +94,8 @@ final class CrashedService implements Scenario {
             }
         }
         tally.note("requests: " + storm.keys.size() + ", sends: " + tally.operationCount() + ", kills: " + storm.kills
-                + " (one right after a business commit)");
+                + " (one right after a business commit), sends in flight at a kill: " + storm.unansweredAtKills
+                + ", replies: " + storm.replies);
     }
 
     private static Map<String, List<String>> payments(PrivateDatabase db, String table) throws Exception {
@@ -99,10 +114,11 @@ final class CrashedService implements Scenario {
     private static final class Storm {
         final List<String> keys = new ArrayList<>();
         final Map<String, Set<String>> answers = new HashMap<>();
+        final Map<String, Integer> replies = new TreeMap<>();
         int kills;
+        int unansweredAtKills;
 
-        private final String mode;
-        private final PrivateDatabase db;
+        private final Starter starter;
         private final Tally tally;
         private final Random random = new Random();
         private final Set<String> acked = new HashSet<>();
@@ -111,12 +127,11 @@ final class CrashedService implements Scenario {
         private final Map<String, Long> inFlight = new HashMap<>(); // "R:key" / "P:key" -> sent at
         private final Map<String, Long> retryAt = new HashMap<>();
         private final List<Integer> killAtAcks = new ArrayList<>();
-        private ChildJvm service;
+        private Service service;
         private int starts;
 
-        Storm(String mode, PrivateDatabase db, Profile profile, Tally tally) {
-            this.mode = mode;
-            this.db = db;
+        Storm(Starter starter, PrivateDatabase db, Profile profile, Tally tally) {
+            this.starter = starter;
             this.tally = tally;
             int requests = profile.times(40);
             for (int i = 0; i < requests; i++) {
@@ -144,7 +159,7 @@ final class CrashedService implements Scenario {
                     String reply = service.next(Duration.ofMillis(50));
                     if (reply != null) {
                         handle(reply);
-                    } else if (!service.process().isAlive()) {
+                    } else if (!service.alive()) {
                         restart();
                     }
                     if (!killAtAcks.isEmpty() && acked.size() >= killAtAcks.get(0)) {
@@ -207,7 +222,7 @@ final class CrashedService implements Scenario {
 
         private void sendOne(String command, String key, String flag) {
             inFlight.put(command.charAt(0) + ":" + key, System.nanoTime());
-            service.send(command + " " + key + " a" + (key.hashCode() & 3) + " 10" + flag);
+            service.send(command, key, "a" + (key.hashCode() & 3), 10, !flag.isEmpty());
             tally.operation();
         }
 
@@ -216,6 +231,7 @@ final class CrashedService implements Scenario {
             if (r[0].equals("COMMITTED")) {
                 return;
             }
+            replies.merge(r[0], 1, Integer::sum);
             String key = r[1];
             boolean plain = r[0].equals("PAID");
             Long sentAt = inFlight.remove((plain ? "P:" : "R:") + key);
@@ -230,31 +246,266 @@ final class CrashedService implements Scenario {
                 }
                 case "RETRY", "ERROR" ->
                     retryAt.put(key, System.nanoTime() + Duration.ofMillis(100).toNanos());
+                case "REFUSED" -> {
+                    // a final answer that is neither a receipt nor "in progress" (a 4xx): wrong
+                    tally.violation("request " + key + " was refused: " + r[2]);
+                    acked.add(key);
+                }
                 default -> throw new IllegalStateException("unexpected reply " + reply);
             }
         }
 
         private void start() throws Exception {
-            service = ChildJvm.start(
-                    "crashed-service-" + mode + "-" + starts++,
-                    ServiceMain.class,
-                    List.of(),
-                    Map.of(),
-                    mode,
-                    db.spec().encode(),
-                    String.valueOf(STALE_AFTER.toMillis()));
-            service.expect("READY", Duration.ofSeconds(60));
+            service = starter.start(starts++);
         }
 
-        /** kill -9 and start again; whatever was in flight has an unknown outcome and is retried. */
+        /**
+         * kill -9 and start again; the answers that came before the kill count, whatever was still
+         * in flight has an unknown outcome and is retried.
+         */
         private void restart() {
+            for (String reply; (reply = service.next(Duration.ZERO)) != null; ) {
+                if (!reply.startsWith("COMMITTED ")) {
+                    handle(reply);
+                }
+            }
             service.kill();
             kills++;
+            unansweredAtKills += inFlight.size();
             inFlight.clear();
             try {
                 start();
             } catch (Exception e) {
                 throw new IllegalStateException("the service did not restart", e);
+            }
+        }
+    }
+
+    /**
+     * A running service JVM as the storm sees it: payments sent, replies read as lines ({@code ACK
+     * key receipt}, {@code RETRY key why}, {@code ERROR key why}, {@code REFUSED key why}, {@code PAID
+     * key receipt}, {@code COMMITTED key}; see {@link ServiceMain}).
+     */
+    private interface Service {
+        /** Sends {@code REQ} (idempotent) or {@code PLAIN} (the canary); {@code hang}: stop after its commit. */
+        void send(String command, String key, String account, long amount, boolean hang);
+
+        /** The next reply, or null if none comes in time. */
+        String next(Duration timeout);
+
+        boolean alive();
+
+        /** {@code kill -9}, waiting until it is gone. */
+        void kill();
+
+        String logTail();
+
+        void close();
+    }
+
+    /** Starts the n-th service JVM of a storm, ready to serve. */
+    @FunctionalInterface
+    private interface Starter {
+        Service start(int n) throws Exception;
+    }
+
+    /** A service in a child JVM. */
+    private abstract static class ChildService implements Service {
+        final ChildJvm child;
+
+        ChildService(ChildJvm child) {
+            this.child = child;
+        }
+
+        @Override
+        public boolean alive() {
+            return child.process().isAlive();
+        }
+
+        @Override
+        public void kill() {
+            child.kill();
+        }
+
+        @Override
+        public String logTail() {
+            return child.logTail();
+        }
+
+        @Override
+        public void close() {
+            child.close();
+        }
+    }
+
+    /** {@link ServiceMain} on stdin and stdout: the side-effects service. */
+    private static final class StdinService extends ChildService {
+
+        private StdinService(ChildJvm child) {
+            super(child);
+        }
+
+        static Starter starter(PrivateDatabase db) {
+            return n -> {
+                ChildJvm child = ChildJvm.start(
+                        "crashed-service-effect-" + n,
+                        ServiceMain.class,
+                        List.of(),
+                        Map.of(),
+                        db.spec().encode(),
+                        String.valueOf(STALE_AFTER.toMillis()));
+                try {
+                    child.expect("READY", Duration.ofSeconds(60));
+                } catch (RuntimeException e) {
+                    child.close();
+                    throw e;
+                }
+                return new StdinService(child);
+            };
+        }
+
+        @Override
+        public void send(String command, String key, String account, long amount, boolean hang) {
+            child.send(command + " " + key + " " + account + " " + amount + (hang ? " hang" : ""));
+        }
+
+        @Override
+        public String next(Duration timeout) {
+            return child.next(timeout);
+        }
+    }
+
+    /**
+     * {@link PaymentService}, the Spring Boot service, over HTTP on a loopback port that stays the
+     * same across restarts: each answer becomes a reply line; an I/O failure (the connection reset by
+     * a kill, or refused) is an {@code ERROR}, retried. Its {@code COMMITTED} lines come on stdout.
+     */
+    private static final class HttpService extends ChildService {
+
+        private static final Pattern RECEIPT = Pattern.compile("\"receipt\"\\s*:\\s*\"([^\"]+)\"");
+
+        private final HttpClient http;
+        private final URI base;
+        private final BlockingQueue<String> replies = new LinkedBlockingQueue<>();
+
+        private HttpService(ChildJvm child, HttpClient http, URI base) {
+            super(child);
+            this.http = http;
+            this.base = base;
+            Thread forwarder = new Thread(
+                    () -> {
+                        while (child.process().isAlive()) {
+                            String reply = child.next(Duration.ofSeconds(1));
+                            if (reply != null) {
+                                replies.add(reply);
+                            }
+                        }
+                    },
+                    "child-" + child.name() + "-replies");
+            forwarder.setDaemon(true);
+            forwarder.start();
+        }
+
+        static Starter starter(PrivateDatabase db) {
+            HttpClient http = HttpClient.newBuilder()
+                    .version(HttpClient.Version.HTTP_1_1)
+                    .connectTimeout(Duration.ofSeconds(2))
+                    .build();
+            int port = Processes.freePort();
+            URI base = URI.create("http://127.0.0.1:" + port);
+            PrivateDatabase.Spec spec = db.spec();
+            return n -> {
+                ChildJvm child = ChildJvm.start(
+                        "crashed-service-request-" + n,
+                        PaymentService.class,
+                        List.of("-Xmx256m"),
+                        Map.of(),
+                        "--server.port=" + port,
+                        "--server.address=127.0.0.1",
+                        "--spring.main.banner-mode=off",
+                        "--spring.datasource.url=" + spec.url(),
+                        "--spring.datasource.username=" + spec.user(),
+                        "--spring.datasource.password=" + spec.password(),
+                        "--spring.datasource.hikari.schema=" + spec.name(),
+                        "--spring.datasource.hikari.maximum-pool-size=" + (IN_FLIGHT + 4),
+                        "--leasehold.jdbc.initialize-schema=never",
+                        "--leasehold.idempotency.stale-after=" + STALE_AFTER.toMillis() + "ms");
+                try {
+                    awaitReady(child, http, base.resolve("/ready"));
+                } catch (RuntimeException | InterruptedException e) {
+                    child.close();
+                    throw e;
+                }
+                return new HttpService(child, http, base);
+            };
+        }
+
+        /** Asks {@code GET /ready} until it answers 200; between tries, waits for the JVM to exit. */
+        private static void awaitReady(ChildJvm child, HttpClient http, URI ready) throws InterruptedException {
+            long deadline = System.nanoTime() + Duration.ofSeconds(90).toNanos();
+            HttpRequest request =
+                    HttpRequest.newBuilder(ready).timeout(Duration.ofSeconds(2)).build();
+            while (true) {
+                try {
+                    if (http.send(request, HttpResponse.BodyHandlers.discarding())
+                                    .statusCode()
+                            == 200) {
+                        return;
+                    }
+                } catch (IOException e) {
+                    // not listening yet
+                }
+                if (child.process().waitFor(100, TimeUnit.MILLISECONDS)) {
+                    throw new IllegalStateException("the service exited with "
+                            + child.process().exitValue() + " before it was ready\n" + child.logTail());
+                }
+                if (System.nanoTime() > deadline) {
+                    throw new IllegalStateException("the service was not ready in 90 s\n" + child.logTail());
+                }
+            }
+        }
+
+        @Override
+        public void send(String command, String key, String account, long amount, boolean hang) {
+            boolean plain = command.equals("PLAIN");
+            HttpRequest request = HttpRequest.newBuilder(base.resolve(plain ? "/plain-payments" : "/payments"))
+                    .timeout(Duration.ofSeconds(30))
+                    .header("Content-Type", "application/json")
+                    .header("Idempotency-Key", key)
+                    .header(PaymentService.CRASH_AFTER_COMMIT, String.valueOf(hang))
+                    .POST(HttpRequest.BodyPublishers.ofString(
+                            "{\"account\":\"" + account + "\",\"amount\":" + amount + "}"))
+                    .build();
+            http.sendAsync(request, HttpResponse.BodyHandlers.ofString())
+                    .whenComplete((response, failure) -> replies.add(reply(plain, key, response, failure)));
+        }
+
+        private static String reply(boolean plain, String key, HttpResponse<String> response, Throwable failure) {
+            if (failure != null) {
+                return "ERROR " + key + " " + failure;
+            }
+            int status = response.statusCode();
+            String body = response.body().replace('\n', ' ');
+            Matcher receipt = RECEIPT.matcher(body);
+            if (status == 200 && receipt.find()) {
+                return (plain ? "PAID " : "ACK ") + key + " " + receipt.group(1);
+            }
+            if (status == 409) {
+                return "RETRY " + key + " 409 " + body;
+            }
+            if (status >= 500 || plain) {
+                return "ERROR " + key + " " + status + " " + body;
+            }
+            return "REFUSED " + key + " " + status + " " + body;
+        }
+
+        @Override
+        public String next(Duration timeout) {
+            try {
+                return replies.poll(timeout.toNanos(), TimeUnit.NANOSECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return null;
             }
         }
     }

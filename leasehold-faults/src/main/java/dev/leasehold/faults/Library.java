@@ -197,30 +197,6 @@ final class Library {
         };
     }
 
-    /**
-     * One submission of an idempotent request as {@code @Idempotent} runs it: the write and the
-     * request's SUCCESS mark commit in one transaction. {@code afterCommit} runs right after that
-     * commit, when the write ran (a crash point).
-     */
-    static RequestOutcome requestInTransaction(
-            IdempotentExecutor executor,
-            DataSource dataSource,
-            String scope,
-            String key,
-            String payloadJson,
-            BusinessWrite write,
-            Runnable afterCommit)
-            throws Exception {
-        RequestOutcome outcome = toOutcome(executor.executeInTransaction(
-                submission(scope, key, payloadJson),
-                dataSource,
-                (tx, context) -> new StoredResponse(200, write.run(tx, context))));
-        if (outcome.completed() && !outcome.replayed()) {
-            afterCommit.run();
-        }
-        return outcome;
-    }
-
     private static IdempotentExecutor.Submission submission(String scope, String key, String payloadJson) {
         return new IdempotentExecutor.Submission(scope, key, fingerprint(payloadJson), null, Duration.ofSeconds(30));
     }

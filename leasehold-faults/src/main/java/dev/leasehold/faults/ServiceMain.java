@@ -12,10 +12,10 @@ import java.util.concurrent.Executors;
 import javax.sql.DataSource;
 
 /**
- * A service JVM for the crashed-service scenario, serving payments from its stdin as a web service
- * would from HTTP, several at a time. Arguments: {@code request} (the write and the request's
- * SUCCESS mark commit in one transaction, as {@code @Idempotent} does) or {@code effect} (the write
- * is a side effect of the request: it commits with the effect's mark), the private database ({@link
+ * The side-effects service JVM of the crashed-service scenario, serving payments from its stdin as a
+ * web service would from HTTP, several at a time: each payment is a side effect of its idempotent
+ * request, committed with the effect's mark ({@code SideEffects}). (The request-records half is the
+ * Spring Boot service {@link PaymentService}.) Arguments: the private database ({@link
  * PrivateDatabase.Spec}) and the stale threshold in ms. Commands:
  *
  * <ul>
@@ -33,9 +33,8 @@ public final class ServiceMain {
     private ServiceMain() {}
 
     public static void main(String[] args) throws Exception {
-        boolean effect = args[0].equals("effect");
-        PrivateDatabase.Spec db = PrivateDatabase.Spec.decode(args[1]);
-        Duration staleAfter = Duration.ofMillis(Long.parseLong(args[2]));
+        PrivateDatabase.Spec db = PrivateDatabase.Spec.decode(args[0]);
+        Duration staleAfter = Duration.ofMillis(Long.parseLong(args[1]));
         ChildJvm.Io io = new ChildJvm.Io();
         ExecutorService workers = Executors.newFixedThreadPool(8);
         try (var pool = db.pool("service", 10);
@@ -54,7 +53,7 @@ public final class ServiceMain {
                         hangForever();
                     }
                 };
-                workers.submit(() -> serve(io, pool, executor, effects, effect, c, afterCommit));
+                workers.submit(() -> serve(io, pool, executor, effects, c, afterCommit));
             }
         } finally {
             workers.shutdownNow();
@@ -66,7 +65,6 @@ public final class ServiceMain {
             DataSource pool,
             IdempotentExecutor executor,
             SideEffects effects,
-            boolean effect,
             String[] c,
             Runnable afterCommit) {
         String key = c[1];
@@ -86,14 +84,8 @@ public final class ServiceMain {
                 return;
             }
             String payload = "{\"account\":\"" + account + "\",\"amount\":" + amount + "}";
-            Library.RequestOutcome outcome = effect
-                    ? Library.request(
-                            executor,
-                            "payments",
-                            key,
-                            payload,
-                            Library.asSideEffect(effects, payload, write, afterCommit))
-                    : Library.requestInTransaction(executor, pool, "payments", key, payload, write, afterCommit);
+            Library.RequestOutcome outcome = Library.request(
+                    executor, "payments", key, payload, Library.asSideEffect(effects, payload, write, afterCommit));
             if (outcome.completed()) {
                 io.reply("ACK " + key + " " + outcome.body());
             } else {

@@ -2,12 +2,10 @@ package dev.leasehold.spring;
 
 import dev.leasehold.idempotency.RecordStats;
 import dev.leasehold.idempotency.RequestRecords;
-import io.micrometer.core.instrument.Counter;
-import io.micrometer.core.instrument.Gauge;
-import io.micrometer.core.instrument.MeterRegistry;
 import java.time.Duration;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.atomic.AtomicReference;
+import java.util.function.LongConsumer;
 import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -23,7 +21,9 @@ import org.springframework.scheduling.TaskScheduler;
  * <p>Gauges (when Micrometer is there): {@code leasehold.idempotency.records} (all records), {@code
  * leasehold.idempotency.processing} and {@code leasehold.idempotency.processing.oldest} (seconds
  * since the oldest PROCESSING record's last heartbeat; 0 when there is none), as of the last run;
- * counter {@code leasehold.idempotency.purged}. Test: {@code PurgeAndGaugesTest}.
+ * counter {@code leasehold.idempotency.purged}; registered by {@link IdempotencyPurgeMeters}, so this
+ * class names no Micrometer type and a stock application without Micrometer starts
+ * ({@code WithoutMicrometerTest}). Test: {@code PurgeAndGaugesTest}.
  */
 final class IdempotencyPurge implements SmartLifecycle {
 
@@ -33,7 +33,7 @@ final class IdempotencyPurge implements SmartLifecycle {
     private final LeaseholdProperties.Purge settings;
     private final Supplier<TaskScheduler> scheduler;
     private final AtomicReference<RecordStats> stats = new AtomicReference<>();
-    private volatile Counter purged;
+    private volatile LongConsumer purgedCounter;
     private volatile ScheduledFuture<?> task;
 
     IdempotencyPurge(RequestRecords records, LeaseholdProperties.Purge settings, Supplier<TaskScheduler> scheduler) {
@@ -42,35 +42,14 @@ final class IdempotencyPurge implements SmartLifecycle {
         this.scheduler = scheduler;
     }
 
-    /** Registers the gauges in {@code registry}. */
-    void bindTo(MeterRegistry registry) {
-        Gauge.builder(LeaseholdMetricNames.IDEMPOTENCY_RECORDS, this, p -> p.stat(RecordStats::records))
-                .description("Request records in the database, as of the last purge run")
-                .register(registry);
-        Gauge.builder(LeaseholdMetricNames.IDEMPOTENCY_PROCESSING, this, p -> p.stat(RecordStats::processing))
-                .description("Request records in PROCESSING, as of the last purge run")
-                .register(registry);
-        Gauge.builder(
-                        LeaseholdMetricNames.IDEMPOTENCY_PROCESSING_OLDEST,
-                        this,
-                        p -> p.stats.get() == null
-                                ? 0
-                                : p.stats
-                                        .get()
-                                        .oldestProcessingAge()
-                                        .map(a -> a.toMillis() / 1000.0)
-                                        .orElse(0.0))
-                .description("Seconds since the oldest PROCESSING request record's last heartbeat (0 if none)")
-                .baseUnit("seconds")
-                .register(registry);
-        purged = Counter.builder(LeaseholdMetricNames.IDEMPOTENCY_PURGED)
-                .description("Request records deleted by the purge")
-                .register(registry);
+    /** The counts of the last run, or null before the first; read by {@link IdempotencyPurgeMeters}. */
+    RecordStats lastStats() {
+        return stats.get();
     }
 
-    private double stat(java.util.function.ToLongFunction<RecordStats> value) {
-        RecordStats current = stats.get();
-        return current == null ? 0 : value.applyAsLong(current);
+    /** Tells {@code counter} how many records each run deleted; set by {@link IdempotencyPurgeMeters}. */
+    void countPurgedWith(LongConsumer counter) {
+        this.purgedCounter = counter;
     }
 
     /** One run: purges in batches until a batch comes back short, then refreshes the gauges. */
@@ -85,9 +64,9 @@ final class IdempotencyPurge implements SmartLifecycle {
         }
         if (total > 0) {
             log.info("purged {} expired request records", total);
-            Counter counter = purged;
+            LongConsumer counter = purgedCounter;
             if (counter != null) {
-                counter.increment(total);
+                counter.accept(total);
             }
         }
         stats.set(records.stats());

@@ -25,6 +25,7 @@ import org.springframework.aop.support.DefaultPointcutAdvisor;
 import org.springframework.aop.support.annotation.AnnotationMatchingPointcut;
 import org.springframework.beans.factory.ListableBeanFactory;
 import org.springframework.beans.factory.ObjectProvider;
+import org.springframework.beans.factory.SmartInitializingSingleton;
 import org.springframework.beans.factory.config.BeanDefinition;
 import org.springframework.boot.actuate.endpoint.annotation.Endpoint;
 import org.springframework.boot.autoconfigure.AutoConfiguration;
@@ -300,6 +301,13 @@ public class LeaseholdAutoConfiguration {
         LeaseholdMetrics leaseholdMetrics(MeterRegistry registry) {
             return new LeaseholdMetrics(registry);
         }
+
+        /** The purge's gauges and counter, once every bean is there (the purge may not be: no DataSource). */
+        @Bean
+        SmartInitializingSingleton leaseholdIdempotencyPurgeMeters(
+                ObjectProvider<IdempotencyPurge> purge, MeterRegistry registry) {
+            return () -> purge.ifAvailable(p -> IdempotencyPurgeMeters.bind(p, registry));
+        }
     }
 
     /**
@@ -356,9 +364,8 @@ public class LeaseholdAutoConfiguration {
         IdempotencyPurge leaseholdIdempotencyPurge(
                 RequestRecords records,
                 LeaseholdProperties properties,
-                ObjectProvider<org.springframework.scheduling.TaskScheduler> schedulers,
-                ObjectProvider<MeterRegistry> registry) {
-            IdempotencyPurge purge = new IdempotencyPurge(
+                ObjectProvider<org.springframework.scheduling.TaskScheduler> schedulers) {
+            return new IdempotencyPurge(
                     records,
                     properties.getIdempotency().getPurge(),
                     () -> schedulers.getIfUnique(() -> {
@@ -369,11 +376,6 @@ public class LeaseholdAutoConfiguration {
                         own.initialize();
                         return own;
                     }));
-            MeterRegistry meters = registry.getIfUnique();
-            if (meters != null) {
-                purge.bindTo(meters);
-            }
-            return purge;
         }
 
         @Bean
