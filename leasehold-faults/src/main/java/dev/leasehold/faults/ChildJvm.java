@@ -49,14 +49,26 @@ final class ChildJvm implements AutoCloseable {
     static ChildJvm start(String name, Class<?> main, List<String> jvmOptions, Map<String, String> env, String... args)
             throws IOException {
         String classPath = System.getProperty("surefire.test.class.path", System.getProperty("java.class.path"));
+        return launch(name, jvmOptions, List.of("-cp", classPath, main.getName()), env, args);
+    }
+
+    /**
+     * Starts an application jar as its users do ({@code java -jar}), on the jar's own class path;
+     * {@code jvmOptions} go before {@code -jar}. It talks no protocol: its output goes to its log.
+     */
+    static ChildJvm startJar(String name, Path jar, List<String> jvmOptions, String... args) throws IOException {
+        return launch(name, jvmOptions, List.of("-jar", jar.toString()), Map.of(), args);
+    }
+
+    private static ChildJvm launch(
+            String name, List<String> jvmOptions, List<String> main, Map<String, String> env, String... args)
+            throws IOException {
         List<String> command = new ArrayList<>();
         command.add(Path.of(System.getProperty("java.home"), "bin", "java").toString());
         command.addAll(List.of("-Xmx192m", "-Xss512k", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC", "-Xshare:auto"));
         command.add("-Dorg.slf4j.simpleLogger.defaultLogLevel=warn");
         command.addAll(jvmOptions);
-        command.add("-cp");
-        command.add(classPath);
-        command.add(main.getName());
+        command.addAll(main);
         command.addAll(List.of(args));
         Path dir = Path.of(System.getProperty("faults.logs", "target/faults"));
         Files.createDirectories(dir);

@@ -85,6 +85,16 @@ final class PrivateDatabase implements AutoCloseable {
      * tables. Aborts the calling test (a {@code TestAbortedException}) when the server is missing.
      */
     static PrivateDatabase create(Database database) throws SQLException {
+        PrivateDatabase created = empty(database);
+        IdempotencySchema.create(created.pool, database);
+        return created;
+    }
+
+    /**
+     * A private schema or database without any table, for an application that migrates its own
+     * (Flyway refuses a schema that has tables but no history of its own).
+     */
+    static PrivateDatabase empty(Database database) throws SQLException {
         TestServices.JdbcEndpoint endpoint = database == Database.POSTGRESQL
                 ? TestServices.postgres()
                 : database == Database.MARIADB ? TestServices.mariadb() : null;
@@ -96,10 +106,7 @@ final class PrivateDatabase implements AutoCloseable {
                 Statement statement = admin.createStatement()) {
             statement.execute((database == Database.POSTGRESQL ? "CREATE SCHEMA " : "CREATE DATABASE ") + name);
         }
-        PrivateDatabase created =
-                new PrivateDatabase(new Spec(database, endpoint.url(), endpoint.user(), endpoint.password(), name));
-        IdempotencySchema.create(created.pool, database);
-        return created;
+        return new PrivateDatabase(new Spec(database, endpoint.url(), endpoint.user(), endpoint.password(), name));
     }
 
     Spec spec() {
