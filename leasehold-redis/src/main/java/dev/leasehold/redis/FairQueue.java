@@ -47,8 +47,12 @@ import java.util.concurrent.atomic.AtomicLong;
  */
 final class FairQueue {
 
-    static final Script ACQUIRE = Script.joined("fair-acquire", "fair-fence", "fair-acquire");
-    static final Script RELEASE = Script.joined("fair-release", "fair-fence", "fair-release");
+    static final Script ACQUIRE = Script.joined("fair-acquire", "fair-fence", "queue", "fair-acquire");
+    static final Script RELEASE = Script.joined("fair-release", "fair-fence", "queue", "fair-release");
+    /** The default mode's scripts: bounded barging. */
+    static final Script BARGING_ACQUIRE = Script.joined("acquire", "fair-fence", "queue", "acquire");
+
+    static final Script BARGING_RELEASE = Script.joined("release", "fair-fence", "queue", "release");
 
     private static final int MEMORY = 4096;
 
@@ -58,21 +62,34 @@ final class FairQueue {
     /** Whether the store's pub/sub connection listens on {@link #wakeChannel}; guarded by the store's subscription lock. */
     boolean subscribed;
 
+    /** The fair mode; else the default mode's bounded barging. */
+    final boolean fair;
+
     private final String queueTtlMillis;
     private final long queueTtlNanos;
+    private final long bargingBoundNanos;
     private final boolean pushedGrants;
-    /** Owners told "busy", with when they asked: their next ask keeps (or takes) a place. */
-    private final ConcurrentHashMap<String, Long> asked = new ConcurrentHashMap<>();
+    /** Owners told "busy", with when they were first and last told so: their next ask keeps (or takes) a place. */
+    private final ConcurrentHashMap<String, Asked> asked = new ConcurrentHashMap<>();
     /** Hand-offs announced to this store, by the SHA-1 of the waiter's token. */
     private final ConcurrentHashMap<String, Pushed> pushed = new ConcurrentHashMap<>();
 
     private final AtomicLong lastPurge = new AtomicLong(System.nanoTime());
 
+    /** When an owner was first told "busy" (of this wait: it asks with one token), and when it last asked. */
+    private record Asked(long first, long last) {}
+
     /** A hand-off announced by a wake-up, not yet taken. */
     private record Pushed(String keyChannel, long fence, long grantedAtMicros, long ttlMillis, long receivedNanos) {}
 
-    FairQueue(String keyPrefix, Duration queueTtl, boolean pushedGrants, boolean sharded) {
+    /**
+     * @param bargingBound null for the fair mode; else the default mode, where an owner takes a
+     *     place once it has been refused for this long
+     */
+    FairQueue(String keyPrefix, Duration queueTtl, boolean pushedGrants, boolean sharded, Duration bargingBound) {
         this.sharded = sharded;
+        this.fair = bargingBound == null;
+        this.bargingBoundNanos = fair ? 0 : bargingBound.toNanos();
         byte[] id = new byte[8];
         ThreadLocalRandom.current().nextBytes(id);
         this.wakeChannel = keyPrefix + "wake:" + HexFormat.of().formatHex(id);
@@ -104,7 +121,7 @@ final class FairQueue {
         }
     }
 
-    private static String[] keys(RedisKeys keys, LockKey key) {
+    static String[] keys(RedisKeys keys, LockKey key) {
         String lease = keys.lease(key);
         return new String[] {lease, keys.fence(key), lease + ":queue", lease + ":waiters"};
     }
@@ -118,31 +135,55 @@ final class FairQueue {
             String counterTtl,
             boolean waitedFor) {
         long sent = System.nanoTime();
-        Long askedAt = asked.get(owner);
-        if (askedAt != null && !pushed.isEmpty()) {
-            List<Object> taken = takePushed(keys.channel(key), owner, askedAt, sent);
+        Asked before = asked.get(owner);
+        if (before != null && !pushed.isEmpty()) {
+            List<Object> taken = takePushed(keys.channel(key), owner, before.last(), sent);
             if (taken != null) {
                 asked.remove(owner);
                 return taken;
             }
         }
-        String join = askedAt != null || waitedFor ? "1" : "0";
-        List<Object> reply = ACQUIRE.run(
-                redis,
-                ScriptOutputType.MULTI,
-                keys(keys, key),
-                owner,
-                millis,
-                queueTtlMillis,
-                sharded ? keys.channel(key) : wakeChannel,
-                join,
-                counterTtl);
-        if (Long.valueOf(0).equals(reply.get(0))) {
-            remember(owner, sent);
-        } else {
+        String wake = sharded ? keys.channel(key) : wakeChannel;
+        boolean join =
+                fair ? before != null || waitedFor : before != null && sent - before.first() >= bargingBoundNanos;
+        List<Object> reply = fair
+                ? ACQUIRE.run(
+                        redis,
+                        ScriptOutputType.MULTI,
+                        keys(keys, key),
+                        owner,
+                        millis,
+                        queueTtlMillis,
+                        wake,
+                        join ? "1" : "0",
+                        counterTtl)
+                : BARGING_ACQUIRE.run(
+                        redis,
+                        ScriptOutputType.MULTI,
+                        keys(keys, key),
+                        owner,
+                        millis,
+                        counterTtl,
+                        join ? "1" : "0",
+                        queueTtlMillis,
+                        wake);
+        if (!Long.valueOf(0).equals(reply.get(0))) {
             asked.remove(owner);
+            return reply;
         }
-        return reply;
+        remember(owner, before, sent);
+        if (fair || !(join || waitedFor)) {
+            return reply;
+        }
+        // Bounded barging: a waiter asks again when its bound has passed (to take a place), and a
+        // queued one at least three times per queue TTL (to keep it), whatever the holder's TTL.
+        long waitMillis = ((Number) reply.get(1)).longValue();
+        long askAgainMillis = join
+                ? queueTtlNanos / 3_000_000
+                : Math.max(
+                        1,
+                        (before == null ? bargingBoundNanos : before.first() + bargingBoundNanos - sent) / 1_000_000);
+        return waitMillis <= askAgainMillis ? reply : List.of(0L, askAgainMillis);
     }
 
     /**
@@ -169,17 +210,21 @@ final class FairQueue {
             LockKey key,
             String owner,
             String counterTtl) {
-        return RELEASE.run(
-                redis,
-                ScriptOutputType.INTEGER,
-                keys(keys, key),
-                owner,
-                keys.channel(key),
-                counterTtl,
-                sharded ? "SPUBLISH" : "PUBLISH");
+        String publish = sharded ? "SPUBLISH" : "PUBLISH";
+        return fair
+                ? RELEASE.run(
+                        redis, ScriptOutputType.INTEGER, keys(keys, key), owner, keys.channel(key), counterTtl, publish)
+                : BARGING_RELEASE.run(
+                        redis,
+                        ScriptOutputType.INTEGER,
+                        keys(keys, key),
+                        owner,
+                        keys.channel(key),
+                        publish,
+                        counterTtl);
     }
 
-    private void remember(String owner, long sent) {
+    private void remember(String owner, Asked before, long sent) {
         long last = lastPurge.get();
         if ((asked.size() >= MEMORY || pushed.size() >= MEMORY)
                 && sent - last > queueTtlNanos / 4
@@ -187,10 +232,10 @@ final class FairQueue {
             // single tries that never came back, hand-offs never taken: forget those older than a
             // queue TTL (a scan at most every quarter TTL, so a stream of single tries costs no scan
             // per call)
-            asked.values().removeIf(at -> sent - at > queueTtlNanos);
+            asked.values().removeIf(at -> sent - at.last() > queueTtlNanos);
             pushed.values().removeIf(p -> sent - p.receivedNanos() > queueTtlNanos);
         }
-        asked.put(owner, sent);
+        asked.put(owner, new Asked(before == null ? sent : before.first(), sent));
     }
 
     /**
