@@ -11,9 +11,19 @@ import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
- * The fair mode of {@link RedisLeaseStore} ({@link RedisLeaseStore.Builder#fairQueue}): waiters of
- * every process queue in Redis, per key, and a release hands the key to the first live waiter in the
- * same script, waking only that waiter's store.
+ * The per-key waiter queue of {@link RedisLeaseStore}, in one of two modes. The fair mode ({@link
+ * RedisLeaseStore.Builder#fairQueue}): waiters of every process queue in Redis, per key, and a
+ * release hands the key to the first live waiter in the same script, waking only that waiter's
+ * store. The default mode ({@link RedisLeaseStore.Builder#bargingBound}): the same queue and
+ * hand-off, but a caller takes a place only once it has been refused for longer than the bound
+ * (so a single try, asking once, never does: {@code
+ * RedisBoundedBargingTest#aSingleTryNeverTakesAPlaceNorBlocksTheNextCaller}); without a queue its
+ * scripts ({@code acquire.lua}, {@code release.lua}) do what they did before it, plus one {@code
+ * EXISTS}. There, a busy answer tells a waiter to ask again when its bound has passed, and a queued
+ * waiter three times per queue TTL, so that a lock service that sleeps up to the holder's TTL
+ * still takes and keeps its place; a place that is not renewed expires, and a crashed waiter holds
+ * the key up for at most one queue TTL ({@code
+ * RedisBoundedBargingTest#aQueuedWaiterThatCrashedHoldsTheKeyUpForAtMostItsQueueTtl}).
  *
  * <pre>
  * {prefix}{key}:queue    ZSET owner -> arrival (server µs)
@@ -21,7 +31,7 @@ import java.util.concurrent.atomic.AtomicLong;
  * {prefix}wake:&lt;id&gt;     pub/sub channel of one store instance: '&lt;key channel&gt; r:&lt;fence&gt;'
  * </pre>
  *
- * <p>A caller takes a place the second time it asks for a busy key with the same owner token (a
+ * <p>Fair mode: a caller takes a place the second time it asks for a busy key with the same owner token (a
  * waiter asks again; a single try, the HTTP 409 path, asks once and so never holds up the queue:
  * {@code RedisFairQueueTest#aSingleTryTakesNoPlaceAndDoesNotBlockTheNextWaiter}), or at once when
  * this store already waits for the key (it has a release subscription for it: the lock service

@@ -75,6 +75,19 @@ import org.slf4j.LoggerFactory;
  * RedisFenceRecoveryTest}). Leases themselves are not kept by such a recovery: see {@link
  * Builder#replicaAcknowledgement} for failovers.
  *
+ * <p>Waiters of several processes (default mode): any caller may take a free key, but a waiter
+ * refused for longer than {@link Builder#bargingBound} (default {@link #DEFAULT_BARGING_BOUND})
+ * takes a place in the key's queue in Redis, the queue of the {@linkplain Builder#fairQueue fair
+ * mode}. While a live waiter is queued the acquire grants the key only to the first one, and a
+ * release hands it over to that waiter in the same script and wakes only its store, so waiters in
+ * other processes never starve (eight lock services with their own clients on one key, 1 ms held:
+ * each gets at least half its share, {@code
+ * RedisBoundedBargingTest.eightLockServicesOnOneKeyEachGetAtLeastHalfTheirShare}; fences increase
+ * across hand-offs, {@code #aReleaseHandsTheKeyToQueuedWaitersInArrivalOrderWithIncreasingFences}).
+ * With nobody queued the acquire and the release are still one script each, whose only extra work
+ * is one {@code EXISTS} of the queue key ({@code
+ * #withNobodyQueuedAcquireAndReleaseAreOneScriptEachAndLeaveNoQueueBehind}).
+ *
  * <p>The builder refuses Redis older than 5.0 and a {@code maxmemory-policy} that evicts keys
  * (test: {@code RedisServerChecksTest}).
  *
@@ -245,7 +258,10 @@ public final class RedisLeaseStore implements LeaseStore {
      * RedisClusterConformanceTest.aBatchAcrossSlotsIsOneScriptPerSlotAndAllOrNothing}). A batch
      * refused for want of a replica acknowledgement undoes only its new grants; leases the owner
      * held before are kept ({@code
-     * RedisReplicaAcknowledgementTest.aBatchNotAcknowledgedKeepsTheLeasesItsOwnerHeldBefore}). In the
+     * RedisReplicaAcknowledgementTest.aBatchNotAcknowledgedKeepsTheLeasesItsOwnerHeldBefore}). The
+     * script refuses a free key whose queue has a live waiter other than the batch's owner, so a
+     * batch never passes a waiter queued by the default mode's bounded barging ({@code
+     * RedisBoundedBargingTest.aBatchNeverPassesAQueuedWaiter}). In the
      * {@linkplain Builder#fairQueue fair mode} the keys are taken one by one with the fair scripts
      * instead, so a batch never passes a waiter queued in Redis, and a key given back hands off to
      * the head of its queue ({@code RedisFairQueueTest.aBatchIsRefusedAKeyWhoseQueueHasALiveWaiterAndHoldsNothing}).

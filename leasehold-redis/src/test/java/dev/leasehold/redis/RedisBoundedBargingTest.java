@@ -102,11 +102,13 @@ class RedisBoundedBargingTest {
 
     /**
      * Eight lock services, each with its own client (eight processes), 4 threads each, on ONE key
-     * with 1 ms inside: every service gets its share. Without a bound, the releasing service's
-     * next local waiter, woken in-process, wins the free key before a notice reaches the others.
+     * with 1 ms inside: every service gets at least half its share. Without a bound, the releasing
+     * service's next local waiter, woken in-process, often wins the free key before a notice
+     * reaches the others (on unbounded barging one run measured [92, 209, 408, 366, 143, 109, 108,
+     * 196]).
      */
     @Test
-    void eightLockServicesOnOneKeyEachGetAtLeastAQuarterOfTheirShare() throws Exception {
+    void eightLockServicesOnOneKeyEachGetAtLeastHalfTheirShare() throws Exception {
         int services = 8;
         int threads = 4;
         int total = 1600;
@@ -181,7 +183,7 @@ class RedisBoundedBargingTest {
         for (long n : perService) {
             assertThat(n)
                     .as("grants of a service against its share %d: %s", share, Arrays.toString(perService))
-                    .isGreaterThanOrEqualTo(share / 4);
+                    .isGreaterThanOrEqualTo(share / 2);
         }
     }
 
