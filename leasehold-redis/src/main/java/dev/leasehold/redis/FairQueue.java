@@ -181,7 +181,11 @@ final class FairQueue {
             asked.remove(owner);
             return reply;
         }
-        remember(owner, before, sent);
+        if (fair || waitedFor || before != null) {
+            // the default mode remembers only waiters (this store waits for the key, its lock
+            // service subscribed for them): a stream of single tries costs no memory
+            remember(owner, before, sent);
+        }
         if (fair || !(join || waitedFor)) {
             return reply;
         }

@@ -81,8 +81,8 @@ import org.slf4j.LoggerFactory;
  * mode}. While a live waiter is queued the acquire grants the key only to the first one, and a
  * release hands it over to that waiter in the same script and wakes only its store, so waiters in
  * other processes never starve (eight lock services with their own clients on one key, 1 ms held:
- * each gets at least half its share, {@code
- * RedisBoundedBargingTest.eightLockServicesOnOneKeyEachGetAtLeastHalfTheirShare}; fences increase
+ * each gets at least a quarter of its share, Jain's fairness index at least 0.9, {@code
+ * RedisBoundedBargingTest.eightLockServicesOnOneKeyGetEvenShares}; fences increase
  * across hand-offs, {@code #aReleaseHandsTheKeyToQueuedWaitersInArrivalOrderWithIncreasingFences}).
  * With nobody queued the acquire and the release are still one script each, whose only extra work
  * is one {@code EXISTS} of the queue key ({@code
