@@ -11,9 +11,19 @@ import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
- * The fair mode of {@link RedisLeaseStore} ({@link RedisLeaseStore.Builder#fairQueue}): waiters of
- * every process queue in Redis, per key, and a release hands the key to the first live waiter in the
- * same script, waking only that waiter's store.
+ * The per-key waiter queue of {@link RedisLeaseStore}, in one of two modes. The fair mode ({@link
+ * RedisLeaseStore.Builder#fairQueue}): waiters of every process queue in Redis, per key, and a
+ * release hands the key to the first live waiter in the same script, waking only that waiter's
+ * store. The default mode ({@link RedisLeaseStore.Builder#bargingBound}): the same queue and
+ * hand-off, but a caller takes a place only once it has been refused for longer than the bound
+ * (so a single try, asking once, never does: {@code
+ * RedisBoundedBargingTest#aSingleTryNeverTakesAPlaceNorBlocksTheNextCaller}); without a queue its
+ * scripts ({@code acquire.lua}, {@code release.lua}) do what they did before it, plus one {@code
+ * EXISTS}. There, a busy answer tells a waiter to ask again when its bound has passed, and a queued
+ * waiter three times per queue TTL, so that a lock service that sleeps up to the holder's TTL
+ * still takes and keeps its place; a place that is not renewed expires, and a crashed waiter holds
+ * the key up for at most one queue TTL ({@code
+ * RedisBoundedBargingTest#aQueuedWaiterThatCrashedHoldsTheKeyUpForAtMostItsQueueTtl}).
  *
  * <pre>
  * {prefix}{key}:queue    ZSET owner -> arrival (server µs)
@@ -21,7 +31,7 @@ import java.util.concurrent.atomic.AtomicLong;
  * {prefix}wake:&lt;id&gt;     pub/sub channel of one store instance: '&lt;key channel&gt; r:&lt;fence&gt;'
  * </pre>
  *
- * <p>A caller takes a place the second time it asks for a busy key with the same owner token (a
+ * <p>Fair mode: a caller takes a place the second time it asks for a busy key with the same owner token (a
  * waiter asks again; a single try, the HTTP 409 path, asks once and so never holds up the queue:
  * {@code RedisFairQueueTest#aSingleTryTakesNoPlaceAndDoesNotBlockTheNextWaiter}), or at once when
  * this store already waits for the key (it has a release subscription for it: the lock service
@@ -47,8 +57,12 @@ import java.util.concurrent.atomic.AtomicLong;
  */
 final class FairQueue {
 
-    static final Script ACQUIRE = Script.joined("fair-acquire", "fair-fence", "fair-acquire");
-    static final Script RELEASE = Script.joined("fair-release", "fair-fence", "fair-release");
+    static final Script ACQUIRE = Script.joined("fair-acquire", "fair-fence", "queue", "fair-acquire");
+    static final Script RELEASE = Script.joined("fair-release", "fair-fence", "queue", "fair-release");
+    /** The default mode's scripts: bounded barging. */
+    static final Script BARGING_ACQUIRE = Script.joined("acquire", "fair-fence", "queue", "acquire");
+
+    static final Script BARGING_RELEASE = Script.joined("release", "fair-fence", "queue", "release");
 
     private static final int MEMORY = 4096;
 
@@ -58,21 +72,34 @@ final class FairQueue {
     /** Whether the store's pub/sub connection listens on {@link #wakeChannel}; guarded by the store's subscription lock. */
     boolean subscribed;
 
+    /** The fair mode; else the default mode's bounded barging. */
+    final boolean fair;
+
     private final String queueTtlMillis;
     private final long queueTtlNanos;
+    private final long bargingBoundNanos;
     private final boolean pushedGrants;
-    /** Owners told "busy", with when they asked: their next ask keeps (or takes) a place. */
-    private final ConcurrentHashMap<String, Long> asked = new ConcurrentHashMap<>();
+    /** Owners told "busy", with when they were first and last told so: their next ask keeps (or takes) a place. */
+    private final ConcurrentHashMap<String, Asked> asked = new ConcurrentHashMap<>();
     /** Hand-offs announced to this store, by the SHA-1 of the waiter's token. */
     private final ConcurrentHashMap<String, Pushed> pushed = new ConcurrentHashMap<>();
 
     private final AtomicLong lastPurge = new AtomicLong(System.nanoTime());
 
+    /** When an owner was first told "busy" (of this wait: it asks with one token), and when it last asked. */
+    private record Asked(long first, long last) {}
+
     /** A hand-off announced by a wake-up, not yet taken. */
     private record Pushed(String keyChannel, long fence, long grantedAtMicros, long ttlMillis, long receivedNanos) {}
 
-    FairQueue(String keyPrefix, Duration queueTtl, boolean pushedGrants, boolean sharded) {
+    /**
+     * @param bargingBound null for the fair mode; else the default mode, where an owner takes a
+     *     place once it has been refused for this long
+     */
+    FairQueue(String keyPrefix, Duration queueTtl, boolean pushedGrants, boolean sharded, Duration bargingBound) {
         this.sharded = sharded;
+        this.fair = bargingBound == null;
+        this.bargingBoundNanos = fair ? 0 : bargingBound.toNanos();
         byte[] id = new byte[8];
         ThreadLocalRandom.current().nextBytes(id);
         this.wakeChannel = keyPrefix + "wake:" + HexFormat.of().formatHex(id);
@@ -104,7 +131,7 @@ final class FairQueue {
         }
     }
 
-    private static String[] keys(RedisKeys keys, LockKey key) {
+    static String[] keys(RedisKeys keys, LockKey key) {
         String lease = keys.lease(key);
         return new String[] {lease, keys.fence(key), lease + ":queue", lease + ":waiters"};
     }
@@ -118,31 +145,59 @@ final class FairQueue {
             String counterTtl,
             boolean waitedFor) {
         long sent = System.nanoTime();
-        Long askedAt = asked.get(owner);
-        if (askedAt != null && !pushed.isEmpty()) {
-            List<Object> taken = takePushed(keys.channel(key), owner, askedAt, sent);
+        Asked before = asked.get(owner);
+        if (before != null && !pushed.isEmpty()) {
+            List<Object> taken = takePushed(keys.channel(key), owner, before.last(), sent);
             if (taken != null) {
                 asked.remove(owner);
                 return taken;
             }
         }
-        String join = askedAt != null || waitedFor ? "1" : "0";
-        List<Object> reply = ACQUIRE.run(
-                redis,
-                ScriptOutputType.MULTI,
-                keys(keys, key),
-                owner,
-                millis,
-                queueTtlMillis,
-                sharded ? keys.channel(key) : wakeChannel,
-                join,
-                counterTtl);
-        if (Long.valueOf(0).equals(reply.get(0))) {
-            remember(owner, sent);
-        } else {
+        String wake = sharded ? keys.channel(key) : wakeChannel;
+        boolean join =
+                fair ? before != null || waitedFor : before != null && sent - before.first() >= bargingBoundNanos;
+        List<Object> reply = fair
+                ? ACQUIRE.run(
+                        redis,
+                        ScriptOutputType.MULTI,
+                        keys(keys, key),
+                        owner,
+                        millis,
+                        queueTtlMillis,
+                        wake,
+                        join ? "1" : "0",
+                        counterTtl)
+                : BARGING_ACQUIRE.run(
+                        redis,
+                        ScriptOutputType.MULTI,
+                        keys(keys, key),
+                        owner,
+                        millis,
+                        counterTtl,
+                        join ? "1" : "0",
+                        queueTtlMillis,
+                        wake);
+        if (!Long.valueOf(0).equals(reply.get(0))) {
             asked.remove(owner);
+            return reply;
         }
-        return reply;
+        if (fair || waitedFor || before != null) {
+            // the default mode remembers only waiters (this store waits for the key, its lock
+            // service subscribed for them): a stream of single tries costs no memory
+            remember(owner, before, sent);
+        }
+        if (fair || !(join || waitedFor)) {
+            return reply;
+        }
+        // Bounded barging: a waiter asks again when its bound has passed (to take a place), and a
+        // queued one at least three times per queue TTL (to keep it), whatever the holder's TTL.
+        long waitMillis = ((Number) reply.get(1)).longValue();
+        long askAgainMillis = join
+                ? queueTtlNanos / 3_000_000
+                : Math.max(
+                        1,
+                        (before == null ? bargingBoundNanos : before.first() + bargingBoundNanos - sent) / 1_000_000);
+        return waitMillis <= askAgainMillis ? reply : List.of(0L, askAgainMillis);
     }
 
     /**
@@ -169,17 +224,21 @@ final class FairQueue {
             LockKey key,
             String owner,
             String counterTtl) {
-        return RELEASE.run(
-                redis,
-                ScriptOutputType.INTEGER,
-                keys(keys, key),
-                owner,
-                keys.channel(key),
-                counterTtl,
-                sharded ? "SPUBLISH" : "PUBLISH");
+        String publish = sharded ? "SPUBLISH" : "PUBLISH";
+        return fair
+                ? RELEASE.run(
+                        redis, ScriptOutputType.INTEGER, keys(keys, key), owner, keys.channel(key), counterTtl, publish)
+                : BARGING_RELEASE.run(
+                        redis,
+                        ScriptOutputType.INTEGER,
+                        keys(keys, key),
+                        owner,
+                        keys.channel(key),
+                        publish,
+                        counterTtl);
     }
 
-    private void remember(String owner, long sent) {
+    private void remember(String owner, Asked before, long sent) {
         long last = lastPurge.get();
         if ((asked.size() >= MEMORY || pushed.size() >= MEMORY)
                 && sent - last > queueTtlNanos / 4
@@ -187,10 +246,10 @@ final class FairQueue {
             // single tries that never came back, hand-offs never taken: forget those older than a
             // queue TTL (a scan at most every quarter TTL, so a stream of single tries costs no scan
             // per call)
-            asked.values().removeIf(at -> sent - at > queueTtlNanos);
+            asked.values().removeIf(at -> sent - at.last() > queueTtlNanos);
             pushed.values().removeIf(p -> sent - p.receivedNanos() > queueTtlNanos);
         }
-        asked.put(owner, sent);
+        asked.put(owner, new Asked(before == null ? sent : before.first(), sent));
     }
 
     /**

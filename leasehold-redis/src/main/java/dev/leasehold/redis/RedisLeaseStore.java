@@ -75,6 +75,19 @@ import org.slf4j.LoggerFactory;
  * RedisFenceRecoveryTest}). Leases themselves are not kept by such a recovery: see {@link
  * Builder#replicaAcknowledgement} for failovers.
  *
+ * <p>Waiters of several processes (default mode): any caller may take a free key, but a waiter
+ * refused for longer than {@link Builder#bargingBound} (default {@link #DEFAULT_BARGING_BOUND})
+ * takes a place in the key's queue in Redis, the queue of the {@linkplain Builder#fairQueue fair
+ * mode}. While a live waiter is queued the acquire grants the key only to the first one, and a
+ * release hands it over to that waiter in the same script and wakes only its store, so waiters in
+ * other processes never starve (eight lock services with their own clients on one key, 1 ms held:
+ * each gets at least a quarter of its share, Jain's fairness index at least 0.9, {@code
+ * RedisBoundedBargingTest.eightLockServicesOnOneKeyGetEvenShares}; fences increase
+ * across hand-offs, {@code #aReleaseHandsTheKeyToQueuedWaitersInArrivalOrderWithIncreasingFences}).
+ * With nobody queued the acquire and the release are still one script each, whose only extra work
+ * is one {@code EXISTS} of the queue key ({@code
+ * #withNobodyQueuedAcquireAndReleaseAreOneScriptEachAndLeaveNoQueueBehind}).
+ *
  * <p>The builder refuses Redis older than 5.0 and a {@code maxmemory-policy} that evicts keys
  * (test: {@code RedisServerChecksTest}).
  *
@@ -101,12 +114,16 @@ public final class RedisLeaseStore implements LeaseStore {
     /** How long a fence counter stays after its key's last grant unless the builder says otherwise. */
     public static final Duration DEFAULT_FENCE_COUNTER_TTL = Duration.ofDays(1);
 
-    private static final Script ACQUIRE = Script.load("acquire");
     private static final Script RENEW = Script.load("renew");
-    private static final Script RELEASE = Script.load("release");
     private static final Script FORCE_RELEASE = Script.load("force-release");
     private static final Script INSPECT = Script.load("inspect");
     private static final Script ACQUIRE_ALL = Script.load("acquire-all");
+
+    /** How long a waiter barges before it takes a place in the key's queue, unless the builder says otherwise. */
+    public static final Duration DEFAULT_BARGING_BOUND = Duration.ofMillis(50);
+
+    /** How long a place of the default mode's queue lasts after its waiter's last ask, unless the builder says otherwise. */
+    public static final Duration DEFAULT_BARGING_QUEUE_TTL = Duration.ofMillis(300);
 
     private final StatefulConnection<String, String> connection;
     private final RedisClusterCommands<String, String> redis;
@@ -120,7 +137,7 @@ public final class RedisLeaseStore implements LeaseStore {
     private final Supplier<StatefulRedisPubSubConnection<String, String>> pubSubFactory;
     private final RedisKeys keys;
     private final String name;
-    private final FairQueue fair; // null unless Builder.fairQueue
+    private final FairQueue queue; // the fair mode (Builder.fairQueue), or the default mode's bounded barging
     private final boolean cluster;
     private final boolean sharded;
     private final String publish;
@@ -143,11 +160,22 @@ public final class RedisLeaseStore implements LeaseStore {
         this.cluster = builder.cluster;
         this.sharded = builder.sharded;
         this.publish = sharded ? "SPUBLISH" : "PUBLISH";
-        this.fair = builder.fairQueueTtl == null
-                ? null
-                : new FairQueue(builder.keyPrefix, builder.fairQueueTtl, builder.acknowledgement == null, sharded);
+        this.queue = builder.fairQueueTtl == null
+                ? new FairQueue(
+                        builder.keyPrefix,
+                        builder.bargingQueueTtl,
+                        builder.acknowledgement == null,
+                        sharded,
+                        builder.bargingBound)
+                : new FairQueue(
+                        builder.keyPrefix, builder.fairQueueTtl, builder.acknowledgement == null, sharded, null);
         for (Script script : List.of(
-                ACQUIRE, ACQUIRE_ALL, RENEW, RELEASE, FORCE_RELEASE, INSPECT, FairQueue.ACQUIRE, FairQueue.RELEASE)) {
+                queue.fair ? FairQueue.ACQUIRE : FairQueue.BARGING_ACQUIRE,
+                queue.fair ? FairQueue.RELEASE : FairQueue.BARGING_RELEASE,
+                ACQUIRE_ALL,
+                RENEW,
+                FORCE_RELEASE,
+                INSPECT)) {
             try {
                 redis.scriptLoad(script.body());
             } catch (RedisException e) {
@@ -201,20 +229,11 @@ public final class RedisLeaseStore implements LeaseStore {
     public AcquireResult tryAcquire(LockKey key, String owner, Duration leaseFor) {
         checkOwner(key, owner);
         String millis = millis(leaseFor);
-        String[] scriptKeys = {keys.lease(key), keys.fence(key)};
         List<Object> reply = write(
                 "acquire",
                 key.render(),
-                commands -> fair != null
-                        ? fair.acquire(
-                                commands,
-                                keys,
-                                key,
-                                owner,
-                                millis,
-                                counterTtl,
-                                byChannel.containsKey(keys.channel(key)))
-                        : ACQUIRE.run(commands, ScriptOutputType.MULTI, scriptKeys, owner, millis, counterTtl),
+                commands -> queue.acquire(
+                        commands, keys, key, owner, millis, counterTtl, byChannel.containsKey(keys.channel(key))),
                 granted -> asLong(granted.get(0)) == 1,
                 granted -> {
                     if (asLong(granted.get(5)) == 1) {
@@ -239,14 +258,17 @@ public final class RedisLeaseStore implements LeaseStore {
      * RedisClusterConformanceTest.aBatchAcrossSlotsIsOneScriptPerSlotAndAllOrNothing}). A batch
      * refused for want of a replica acknowledgement undoes only its new grants; leases the owner
      * held before are kept ({@code
-     * RedisReplicaAcknowledgementTest.aBatchNotAcknowledgedKeepsTheLeasesItsOwnerHeldBefore}). In the
+     * RedisReplicaAcknowledgementTest.aBatchNotAcknowledgedKeepsTheLeasesItsOwnerHeldBefore}). The
+     * script refuses a free key whose queue has a live waiter other than the batch's owner, so a
+     * batch never passes a waiter queued by the default mode's bounded barging ({@code
+     * RedisBoundedBargingTest.aBatchNeverPassesAQueuedWaiter}). In the
      * {@linkplain Builder#fairQueue fair mode} the keys are taken one by one with the fair scripts
      * instead, so a batch never passes a waiter queued in Redis, and a key given back hands off to
      * the head of its queue ({@code RedisFairQueueTest.aBatchIsRefusedAKeyWhoseQueueHasALiveWaiterAndHoldsNothing}).
      */
     @Override
     public BatchAcquireResult tryAcquireAll(List<LockKey> batch, String owner, Duration leaseFor) {
-        if (fair != null) {
+        if (queue.fair) {
             return LeaseStore.super.tryAcquireAll(batch, owner, leaseFor);
         }
         LeaseStore.checkBatch(batch);
@@ -298,10 +320,9 @@ public final class RedisLeaseStore implements LeaseStore {
     }
 
     private List<Object> acquireGroup(List<LockKey> group, String owner, String millis) {
-        String[] scriptKeys = new String[group.size() * 2];
+        String[] scriptKeys = new String[group.size() * 4];
         for (int i = 0; i < group.size(); i++) {
-            scriptKeys[2 * i] = keys.lease(group.get(i));
-            scriptKeys[2 * i + 1] = keys.fence(group.get(i));
+            System.arraycopy(FairQueue.keys(keys, group.get(i)), 0, scriptKeys, 4 * i, 4);
         }
         String what = group.size() == 1
                 ? group.get(0).render()
@@ -356,16 +377,12 @@ public final class RedisLeaseStore implements LeaseStore {
     @Override
     public boolean release(LockKey key, String owner) {
         checkOwner(key, owner);
-        Long released = call(
-                "release",
-                key,
-                () -> fair != null ? fair.release(redis, keys, key, owner, counterTtl) : runRelease(key, owner));
+        Long released = call("release", key, () -> runRelease(key, owner));
         return released != null && released == 1;
     }
 
     private Long runRelease(LockKey key, String owner) {
-        return RELEASE.run(
-                redis, ScriptOutputType.INTEGER, new String[] {keys.lease(key)}, owner, keys.channel(key), publish);
+        return queue.release(redis, keys, key, owner, counterTtl);
     }
 
     @Override
@@ -482,9 +499,9 @@ public final class RedisLeaseStore implements LeaseStore {
             if (first) {
                 try {
                     // Returns once the server confirmed: a release published after this is delivered.
-                    if (fair != null && !fair.sharded && !fair.subscribed) {
-                        pubSub().sync().subscribe(fair.wakeChannel); // hand-offs to this store's waiters
-                        fair.subscribed = true;
+                    if (!queue.sharded && !queue.subscribed) {
+                        pubSub().sync().subscribe(queue.wakeChannel); // hand-offs to this store's waiters
+                        queue.subscribed = true;
                     }
                     // A shard channel is subscribed on the node that serves its slot (Lettuce routes it).
                     if (shardChannel) {
@@ -510,16 +527,15 @@ public final class RedisLeaseStore implements LeaseStore {
             connection.addListener(new RedisPubSubAdapter<>() {
                 @Override
                 public void message(String channel, String message) {
-                    String[] routed = fair != null && channel.equals(fair.wakeChannel)
-                            ? fair.route(message)
-                            : new String[] {channel, message};
+                    String[] routed =
+                            channel.equals(queue.wakeChannel) ? queue.route(message) : new String[] {channel, message};
                     deliver(routed[0], routed[1]);
                 }
 
                 @Override
                 public void smessage(String shardChannel, String message) {
-                    String[] routed = fair != null && message.startsWith(shardChannel + " ")
-                            ? fair.route(message) // a hand-off, on the key's own shard channel
+                    String[] routed = message.startsWith(shardChannel + " ")
+                            ? queue.route(message) // a hand-off, on the key's own shard channel
                             : new String[] {shardChannel, message};
                     deliver(routed[0], routed[1]);
                 }
@@ -563,9 +579,7 @@ public final class RedisLeaseStore implements LeaseStore {
     }
 
     private void deliver(String channel, String message) {
-        if (fair != null) {
-            fair.forgetForced(message); // a hand-off removed by an operator is never taken from its wake-up
-        }
+        queue.forgetForced(message); // a hand-off removed by an operator is never taken from its wake-up
         CopyOnWriteArrayList<Subscription> list = byChannel.get(channel);
         if (list != null) {
             list.forEach(subscription -> subscription.fire(message));
@@ -594,9 +608,7 @@ public final class RedisLeaseStore implements LeaseStore {
                 pubSub.close();
                 pubSub = null;
             }
-            if (fair != null) {
-                fair.subscribed = false;
-            }
+            queue.subscribed = false;
             byChannel.clear();
         } finally {
             subscriptions.unlock();
@@ -837,6 +849,8 @@ public final class RedisLeaseStore implements LeaseStore {
         private boolean allowEviction;
         private Acknowledgement acknowledgement;
         private Duration fairQueueTtl;
+        private Duration bargingBound = DEFAULT_BARGING_BOUND;
+        private Duration bargingQueueTtl = DEFAULT_BARGING_QUEUE_TTL;
         private StatefulConnection<String, String> connection;
         private RedisClusterCommands<String, String> commands;
 
@@ -904,6 +918,40 @@ public final class RedisLeaseStore implements LeaseStore {
             }
             this.fairQueueTtl = queueTtl;
             return this;
+        }
+
+        /**
+         * The default mode's bounded barging (without {@link #fairQueue}): any caller may take a
+         * free key, but a waiter refused for longer than {@code bound} (default {@link
+         * #DEFAULT_BARGING_BOUND}; the lock service asks with one owner token for a whole wait)
+         * takes a place in the key's queue in Redis, the queue of the fair mode. While a live
+         * waiter is queued the key is granted only to the first one, and a release hands it to
+         * that waiter and wakes only its store, so waiters in other processes never starve
+         * (RedisBoundedBargingTest). A single try, asking once, never takes a place. A queued
+         * waiter asks again at least three times per {@code queueTtl} (default {@link
+         * #DEFAULT_BARGING_QUEUE_TTL}) to keep it: one that crashed, or gave up, holds the key up
+         * for at most that long. Bound 1 ms to 1 min; queue TTL 30 ms to 1 min.
+         *
+         * @throws IllegalArgumentException naming the value if it is out of range
+         */
+        public Builder bargingBound(Duration bound, Duration queueTtl) {
+            if (bound == null || bound.toMillis() < 1 || bound.compareTo(Duration.ofMinutes(1)) > 0) {
+                throw new IllegalArgumentException("bargingBound must be between 1 ms and 1 min, was " + bound);
+            }
+            if (queueTtl == null
+                    || queueTtl.compareTo(Duration.ofMillis(30)) < 0
+                    || queueTtl.compareTo(Duration.ofMinutes(1)) > 0) {
+                throw new IllegalArgumentException(
+                        "bargingBound queue TTL must be between 30 ms and 1 min, was " + queueTtl);
+            }
+            this.bargingBound = bound;
+            this.bargingQueueTtl = queueTtl;
+            return this;
+        }
+
+        /** {@link #bargingBound(Duration, Duration)} with the default queue TTL. */
+        public Builder bargingBound(Duration bound) {
+            return bargingBound(bound, DEFAULT_BARGING_QUEUE_TTL);
         }
 
         /**

@@ -20,7 +20,8 @@
 -- Busy carries how long to wait at most before asking again: the holder's TTL, or, when the key is
 -- free but others are ahead, the remaining life of the first entry.
 --
--- Fences: next_fence of fair-fence.lua, which is prepended to this script.
+-- Fences: next_fence of fair-fence.lua; the queue: live_head, take_place and leave of queue.lua;
+-- both are prepended to this script.
 --
 -- Returns {1, fence, ttl_ms, time_s, time_us, new (1) or re-entry (0)} when granted,
 --         {0, wait_ms} when busy.
@@ -36,41 +37,19 @@ if holder == owner then
     new = 1
   end
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  redis.call('ZREM', KEYS[3], owner)
-  redis.call('HDEL', KEYS[4], owner)
+  leave(KEYS[3], KEYS[4], owner)
   return {1, tonumber(lease[1]), tonumber(ARGV[2]), tonumber(now[1]), tonumber(now[2]), new}
 end
-local head = false
-local head_left = 0
-while true do
-  local first = redis.call('ZRANGE', KEYS[3], 0, 0)
-  if #first == 0 then
-    break
-  end
-  local entry = redis.call('HGET', KEYS[4], first[1])
-  local expires = entry and tonumber(string.match(entry, '^(%d+)')) or 0
-  if expires > now_ms then
-    head = first[1]
-    head_left = expires - now_ms
-    break
-  end
-  redis.call('ZREM', KEYS[3], first[1])
-  redis.call('HDEL', KEYS[4], first[1])
-end
+local head, head_left = live_head(KEYS[3], KEYS[4], now_ms)
 if holder == false and (head == false or head == owner) then
   local fence, text = next_fence(KEYS[2], now, ARGV[6])
   redis.call('HSET', KEYS[1], 'owner', owner, 'fence', text)
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  redis.call('ZREM', KEYS[3], owner)
-  redis.call('HDEL', KEYS[4], owner)
+  leave(KEYS[3], KEYS[4], owner)
   return {1, fence, tonumber(ARGV[2]), tonumber(now[1]), tonumber(now[2]), 1}
 end
 if ARGV[5] == '1' or redis.call('ZSCORE', KEYS[3], owner) then
-  redis.call('ZADD', KEYS[3], 'NX', tonumber(now[1]) * 1000000 + tonumber(now[2]), owner)
-  redis.call('HSET', KEYS[4], owner, (now_ms + tonumber(ARGV[3])) .. ' ' .. ARGV[4])
-  -- the queue keys outlive their last entry by one TTL, then vanish on their own
-  redis.call('PEXPIRE', KEYS[3], 2 * tonumber(ARGV[3]))
-  redis.call('PEXPIRE', KEYS[4], 2 * tonumber(ARGV[3]))
+  take_place(KEYS[3], KEYS[4], owner, now, now_ms, tonumber(ARGV[3]), ARGV[4])
 end
 if holder == false then
   return {0, head_left}

@@ -15,7 +15,8 @@
 --   ELSE change nothing                                                                            -> 0
 --
 -- The waiter takes the handed-off lease with its next acquire (owner = itself: the TTL becomes its
--- lease time). Fences: next_fence of fair-fence.lua, which is prepended to this script.
+-- lease time). Fences: next_fence of fair-fence.lua; the hand-off: hand_off of queue.lua; both are
+-- prepended to this script.
 local now = redis.call('TIME') -- read before the first write (see acquire.lua)
 local lease = redis.call('HMGET', KEYS[1], 'owner', 'fence')
 if lease[1] ~= ARGV[1] then
@@ -23,28 +24,8 @@ if lease[1] ~= ARGV[1] then
 end
 redis.call('DEL', KEYS[1])
 local now_ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
-while true do
-  local first = redis.call('ZRANGE', KEYS[3], 0, 0)
-  if #first == 0 then
-    break
-  end
-  local waiter = first[1]
-  local entry = redis.call('HGET', KEYS[4], waiter)
-  redis.call('ZREM', KEYS[3], waiter)
-  redis.call('HDEL', KEYS[4], waiter)
-  if entry then
-    local expires, channel = string.match(entry, '^(%d+) (.+)$')
-    expires = tonumber(expires)
-    if expires > now_ms then
-      local _, text = next_fence(KEYS[2], now, ARGV[3])
-      redis.call('HSET', KEYS[1], 'owner', waiter, 'fence', text, 'handed', '1')
-      redis.call('PEXPIRE', KEYS[1], expires - now_ms)
-      -- the grant travels with the wake-up, named by the SHA-1 of the waiter's token (never the token)
-      redis.pcall(ARGV[4], channel, ARGV[2] .. ' r:' .. lease[2] .. ' ' .. redis.sha1hex(waiter) .. ' ' .. text
-        .. ' ' .. (expires - now_ms) .. ' ' .. now[1] .. ' ' .. now[2])
-      return 1
-    end
-  end
+if hand_off(KEYS[1], KEYS[2], KEYS[3], KEYS[4], now, now_ms, lease[2], ARGV[3], ARGV[4], ARGV[2]) then
+  return 1
 end
 redis.pcall(ARGV[4], ARGV[2], 'r:' .. lease[2])
 return 1

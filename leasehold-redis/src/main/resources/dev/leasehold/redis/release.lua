@@ -1,15 +1,35 @@
--- release: compare-and-delete, then wake waiters
+-- release (default mode): compare-and-delete, then wake waiters, or hand the key to the first
+-- live queued waiter (bounded barging, see acquire.lua)
+--
+-- KEYS as in acquire.lua: 1 lease hash, 2 fence counter, 3 queue ZSET, 4 queue entries HASH
+-- ARGV[1] owner, ARGV[2] the key's release channel, ARGV[3] PUBLISH, or SPUBLISH on a cluster
+-- (the channel, and a waiter's wake channel there, shares the lease's slot), ARGV[4] how long the
+-- fence counter stays, ms
+--
 --   IF the lease KEYS[1] exists AND its owner = ARGV[1]
---     THEN delete it; ARGV[3] 'r:<fence>' to channel ARGV[2]   -> 1
---   ELSE change nothing                                        -> 0 (an expired holder never deletes the next holder's lease)
--- ARGV[3] is PUBLISH, or SPUBLISH on a cluster (the channel shares the lease's slot). The notice is
--- sent with pcall: a node that cannot send it (an older node in a cluster being upgraded) still
--- releases; a lost notice costs a waiter at most its bounded poll.
+--     THEN delete it;
+--          IF a queue exists (EXISTS) with a live waiter: hand_off of queue.lua (the waiter's
+--             grant, published to its wake channel only)                                    -> 1
+--          ELSE ARGV[3] 'r:<fence>' to channel ARGV[2]                                       -> 1
+--   ELSE change nothing            -> 0 (an expired holder never deletes the next holder's lease)
+--
+-- Notices are sent with pcall: a node that cannot send them (an older node in a cluster being
+-- upgraded) still releases; a lost notice costs a waiter at most its bounded poll.
 -- The fence counter is left alone: the next holder's fence must be larger.
+-- fair-fence.lua and queue.lua are prepended to this script.
 local lease = redis.call('HMGET', KEYS[1], 'owner', 'fence')
-if lease[1] == ARGV[1] then
-  redis.call('DEL', KEYS[1])
-  redis.pcall(ARGV[3], ARGV[2], 'r:' .. lease[2])
-  return 1
+if lease[1] ~= ARGV[1] then
+  return 0
 end
-return 0
+if redis.call('EXISTS', KEYS[3]) == 1 then
+  local now = redis.call('TIME') -- read before the first write (see acquire.lua)
+  redis.call('DEL', KEYS[1])
+  local now_ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+  if hand_off(KEYS[1], KEYS[2], KEYS[3], KEYS[4], now, now_ms, lease[2], ARGV[4], ARGV[3], ARGV[2]) then
+    return 1
+  end
+else
+  redis.call('DEL', KEYS[1])
+end
+redis.pcall(ARGV[3], ARGV[2], 'r:' .. lease[2])
+return 1

@@ -250,6 +250,45 @@ class RedisClusterConformanceTest extends LeaseStoreConformance {
     }
 
     /**
+     * The default mode's bounded barging on a cluster: a waiter refused for longer than its bound
+     * queues in the key's slot (the queue keys share the lease's hash tag), and the release hands
+     * the key to it with one shard message on that slot's node.
+     */
+    @Test
+    void aBoundedBargingHandOffWakesTheQueuedWaiterByAShardMessage() throws Exception {
+        LockKey key = key("barging-sharded");
+        String channel = KEYS.channel(key);
+        int slotOwner = probe.getPartitions()
+                .getPartitionBySlot(SlotHash.getSlot(channel))
+                .getUri()
+                .getPort();
+        ExecutorService thread = Executors.newSingleThreadExecutor();
+        try (RedisLeaseStore holderStore = RedisLeaseStore.builder(client).build();
+                RedisLeaseStore waiterStore = RedisLeaseStore.builder(client)
+                        .bargingBound(Duration.ofMillis(1))
+                        .build();
+                LockService waiters = LockService.builder(waiterStore)
+                        .maxPoll(Duration.ofMinutes(1))
+                        .build()) {
+            String holder = LockOwner.create("holder").token();
+            assertThat(holderStore.tryAcquire(key, holder, Duration.ofSeconds(60)))
+                    .isInstanceOf(AcquireResult.Granted.class);
+            var waiting = thread.submit(
+                    () -> waiters.acquire(key, LeaseOptions.defaults().withWait(Duration.ofSeconds(30))));
+            Awaitility.await("the waiter queued in Redis and subscribed on the node of the key's slot")
+                    .atMost(Duration.ofSeconds(10))
+                    .until(() -> node(slotOwner).zcard(KEYS.lease(key) + ":queue") == 1L
+                            && node(slotOwner).pubsubShardNumsub(channel).get(channel) == 1L);
+            Map<Integer, CommandStats> before = statsOfEveryNode();
+
+            assertThat(holderStore.release(key, holder)).isTrue();
+            assertTheWaiterWokenByOneShardMessage(waiting, before, slotOwner);
+        } finally {
+            thread.shutdownNow();
+        }
+    }
+
+    /**
      * In the fair mode on a cluster, a release with nobody queued in Redis announces itself on
      * the key's shard channel, so a subscriber there ({@code SSUBSCRIBE}) hears of it.
      */
