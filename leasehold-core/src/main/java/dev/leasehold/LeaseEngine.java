@@ -427,15 +427,22 @@ final class LeaseEngine implements LockService {
     /** The acquire on a worker, waited for until the deadline; null if no answer came in time. */
     private AcquireResult boundedAcquire(LockKey key, String grantToken, LeaseOptions options, long deadline)
             throws InterruptedException {
-        StoreCall<AcquireResult> call = StoreCall.start(
-                calls,
-                () -> store.tryAcquire(key, grantToken, options.leaseFor()),
-                // Granted after the caller left, or failed with an unknown outcome: give it back.
-                orphan -> {
-                    if (orphan.failure() != null || orphan.value() instanceof AcquireResult.Granted) {
-                        releaseQuietly(key, grantToken);
-                    }
-                });
+        // Granted after the caller left, or failed with an unknown outcome: give it back (off the
+        // thread that brought the answer, which may be the store client's I/O thread).
+        java.util.function.Consumer<StoreCall<AcquireResult>> orphaned = orphan -> {
+            if (orphan.failure() != null || orphan.value() instanceof AcquireResult.Granted) {
+                releaseAmbiguous(key, grantToken);
+            }
+        };
+        java.util.concurrent.CompletionStage<AcquireResult> answer;
+        try {
+            answer = store.tryAcquireAsync(key, grantToken, options.leaseFor());
+        } catch (RuntimeException | Error e) {
+            answer = java.util.concurrent.CompletableFuture.failedFuture(e);
+        }
+        StoreCall<AcquireResult> call = answer != null
+                ? StoreCall.of(answer, orphaned)
+                : StoreCall.start(calls, () -> store.tryAcquire(key, grantToken, options.leaseFor()), orphaned);
         if (!call.await(parking, deadline)) {
             return null;
         }
