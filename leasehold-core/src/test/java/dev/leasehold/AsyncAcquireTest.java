@@ -3,16 +3,15 @@ package dev.leasehold;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
-import dev.leasehold.ScriptedStore.Gate;
 import dev.leasehold.ScriptedStore.Op;
 import java.time.Duration;
-import java.util.concurrent.Future;
 import org.junit.jupiter.api.Test;
 
 /**
  * A waiting acquire on a store with an asynchronous client ({@link
  * dev.leasehold.spi.LeaseStore#tryAcquireAsync}): the caller waits for the answer itself, still
- * never past its deadline, and a late or failed answer's grant is given back.
+ * never past its deadline ({@code LeaseEngineTest.Waiting#aWaitingAcquireNeverOutlastsItsWaitWhenTheStoreHangs}),
+ * and a late or failed answer's grant is given back.
  */
 class AsyncAcquireTest extends EngineHarness {
 
@@ -30,30 +29,6 @@ class AsyncAcquireTest extends EngineHarness {
         assertThat(store.awaitCall(Op.ACQUIRE, KEY, 1).thread()).isEqualTo(ScriptedStore.CLIENT_THREAD);
         lease.close();
         awaitFree(store, KEY);
-    }
-
-    @Test
-    void aWaitingAcquireNeverOutlastsItsWaitWhenTheAnswerDoesNotComeAndALateGrantIsGivenBack() throws Exception {
-        ScriptedStore store = store(true);
-        store.answerAsync(false);
-        LockService service = service(store);
-        Gate gate = new Gate();
-        store.always(Op.ACQUIRE, ScriptedStore.hang(gate));
-        Future<Lease> waiter = async(() -> service.acquire(KEY, waiting(HOUR, Duration.ofMillis(500))));
-        gate.awaitEntered();
-        time.awaitTaskDueWithin(Duration.ofMillis(500));
-
-        time.advance(Duration.ofMillis(500));
-        assertThatThrownBy(() -> await(waiter))
-                .isInstanceOf(LeaseStoreException.class)
-                .hasMessageContaining("no answer within the wait");
-
-        store.always(Op.ACQUIRE, ScriptedStore.pass());
-        gate.open();
-        awaitFree(store, KEY);
-        assertThat(store.awaitCall(Op.RELEASE, KEY, 1).thread())
-                .as("the late grant is released off the client's thread")
-                .isNotEqualTo(ScriptedStore.CLIENT_THREAD);
     }
 
     @Test
