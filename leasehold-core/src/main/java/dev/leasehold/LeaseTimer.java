@@ -57,23 +57,11 @@ final class LeaseTimer {
             entries.remove(this);
         }
 
+        /** By due time, then by order of scheduling (the set compares, never calls equals). */
         @Override
         public int compareTo(Entry other) {
-            long byTime = due - other.due;
-            if (byTime != 0) {
-                return byTime < 0 ? -1 : 1;
-            }
-            return Long.compare(order, other.order);
-        }
-
-        @Override
-        public boolean equals(Object o) {
-            return this == o;
-        }
-
-        @Override
-        public int hashCode() {
-            return Long.hashCode(order);
+            int byTime = Long.signum(due - other.due);
+            return byTime != 0 ? byTime : Long.compare(order, other.order);
         }
     }
 

@@ -39,8 +39,12 @@ class AsyncAcquireTest extends EngineHarness {
         store.script(Op.ACQUIRE, KEY, ScriptedStore.applyThenFail());
 
         assertThatThrownBy(() -> service.acquire(KEY, waiting(HOUR, Duration.ofSeconds(1))))
+                .as("the store's own failure, not the future's wrapper of it")
                 .isInstanceOf(LeaseStoreException.class)
-                .hasMessageContaining(KEY.render());
+                .hasMessageContaining(KEY.render())
+                .cause()
+                .isInstanceOf(java.util.concurrent.TimeoutException.class)
+                .hasMessage("reply lost");
         awaitFree(store, KEY);
         assertThat(((LeaseEngine) service).holderSlots()).isZero();
     }
