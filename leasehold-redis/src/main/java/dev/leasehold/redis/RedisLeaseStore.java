@@ -268,13 +268,12 @@ public final class RedisLeaseStore implements LeaseStore {
      */
     @Override
     public CompletionStage<AcquireResult> tryAcquireAsync(LockKey key, String owner, Duration leaseFor) {
-        if (fair != null || acknowledgement != null || async == null) {
+        if (acknowledgement != null || async == null) {
             return null;
         }
         checkOwner(key, owner);
-        String millis = millis(leaseFor);
-        String[] scriptKeys = {keys.lease(key), keys.fence(key)};
-        return ACQUIRE.<List<Object>>runAsync(async, ScriptOutputType.MULTI, scriptKeys, owner, millis, counterTtl)
+        return queue.acquireAsync(
+                        async, keys, key, owner, millis(leaseFor), counterTtl, byChannel.containsKey(keys.channel(key)))
                 .thenApply(RedisLeaseStore::acquireResult);
     }
 
