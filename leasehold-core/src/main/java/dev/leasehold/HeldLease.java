@@ -8,8 +8,6 @@ import java.util.Optional;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.Future;
 import java.util.concurrent.RejectedExecutionException;
-import java.util.concurrent.ScheduledFuture;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
@@ -58,8 +56,8 @@ final class HeldLease {
     private boolean firstRenewalArmed; // set on the caller's thread at start, before any renewal runs
     private volatile Instant validUntil;
     private final List<LostCallback> lostCallbacks = new CopyOnWriteArrayList<>();
-    private volatile ScheduledFuture<?> renewalDue;
-    private volatile ScheduledFuture<?> expiryWatch;
+    private volatile LeaseTimer.Entry renewalDue;
+    private volatile LeaseTimer.Entry expiryWatch;
     private volatile Future<?> renewalInFlight;
 
     HeldLease(
@@ -100,31 +98,22 @@ final class HeldLease {
         if (status.get().state() != State.HELD) {
             return;
         }
-        try {
-            long delay = renewalPeriod();
-            if (!firstRenewalArmed) {
-                // The first one at most half the grant's validity away: a grant shorter than its
-                // lease time (a store that hands a waiter the key for the rest of its queue place)
-                // becomes a full lease in time. Later ones (and retries) keep the lease/3 period.
-                firstRenewalArmed = true;
-                delay = Math.min(delay, Math.max(1, (deadlineNanos - engine.ticker.nanos()) / 2));
-            }
-            renewalDue = engine.timer.schedule(this::renewalFallsDue, delay, TimeUnit.NANOSECONDS);
-        } catch (RejectedExecutionException e) {
-            // The service is closing.
+        long delay = renewalPeriod();
+        if (!firstRenewalArmed) {
+            // The first one at most half the grant's validity away: a grant shorter than its
+            // lease time (a store that hands a waiter the key for the rest of its queue place)
+            // becomes a full lease in time. Later ones (and retries) keep the lease/3 period.
+            firstRenewalArmed = true;
+            delay = Math.min(delay, Math.max(1, (deadlineNanos - engine.ticker.nanos()) / 2));
         }
+        renewalDue = engine.leaseTimer.schedule(this::renewalFallsDue, delay);
         if (status.get().state() != State.HELD) {
             cancelTasks(false);
         }
     }
 
     private void scheduleExpiryWatch() {
-        long delay = Math.max(0, deadlineNanos - engine.ticker.nanos());
-        try {
-            expiryWatch = engine.timer.schedule(this::checkExpiry, delay, TimeUnit.NANOSECONDS);
-        } catch (RejectedExecutionException e) {
-            // The service is closing.
-        }
+        expiryWatch = engine.leaseTimer.schedule(this::checkExpiry, deadlineNanos - engine.ticker.nanos());
     }
 
     /** On the timer: hand the renewal to a worker; never call the store here. */
@@ -195,7 +184,9 @@ final class HeldLease {
         }
         deadlineNanos = Math.max(deadlineNanos, sent + grant.get().remaining().toNanos());
         validUntil = grant.get().expiresAt();
-        engine.emit(event(LeaseEventType.RENEWED, Duration.ZERO, null, null));
+        if (engine.listening) {
+            engine.emit(event(LeaseEventType.RENEWED, Duration.ZERO, null, null));
+        }
         scheduleRenewal();
     }
 
@@ -225,13 +216,13 @@ final class HeldLease {
     }
 
     private void cancelTasks(boolean interruptRenewal) {
-        ScheduledFuture<?> due = renewalDue;
+        LeaseTimer.Entry due = renewalDue;
         if (due != null) {
-            due.cancel(false);
+            due.cancel();
         }
-        ScheduledFuture<?> watch = expiryWatch;
+        LeaseTimer.Entry watch = expiryWatch;
         if (watch != null) {
-            watch.cancel(false);
+            watch.cancel();
         }
         Future<?> inFlight = renewalInFlight;
         if (inFlight != null) {
@@ -301,7 +292,9 @@ final class HeldLease {
             engine.wake(key);
             throw e;
         }
-        engine.emit(event(LeaseEventType.RELEASED, heldFor(), detail, null));
+        if (engine.listening) {
+            engine.emit(event(LeaseEventType.RELEASED, heldFor(), detail, null));
+        }
         engine.wake(key);
     }
 

@@ -29,6 +29,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.ReentrantLock;
@@ -74,7 +75,8 @@ import org.slf4j.LoggerFactory;
  * LeaseEngineTest.Waiting}).
  *
  * <p>Store tokens: every grant is asked for with a token of its own. Without an explicit owner it
- * is random; with a {@link LockOwner} it is the owner's token plus a per-grant suffix, so that two
+ * is the service's random base (drawn once) and the grant's number; with a {@link LockOwner} it is
+ * the owner's token plus a per-grant random suffix, so that two
  * processes sharing one owner token never both hold the key (the second is refused as busy), and
  * a late release or renewal of one grant can never touch another.
  */
@@ -90,16 +92,22 @@ final class LeaseEngine implements LockService {
     final ScheduledExecutorService timer;
     final Ticker ticker;
     final ExecutorService renewals;
+    final LeaseTimer leaseTimer;
     private final ExecutorService calls;
     private final ExecutorService callbacks;
     private final ExecutorService notices;
     private final boolean ownsTimer;
     private final Parking parking;
     private final List<LeaseListener> listeners;
+    /** Whether anyone listens: without a listener no event is built at all. */
+    final boolean listening;
+
     private final boolean fair;
     private final boolean reentrant;
     private final long minPollNanos;
     private final long maxPollNanos;
+    private final String tokenBase = LockOwner.randomToken() + "-";
+    private final AtomicLong grants = new AtomicLong();
     private final ConcurrentHashMap<HolderKey, HolderSlot> holders = new ConcurrentHashMap<>();
     private final ConcurrentHashMap<LockKey, WaitQueue> queues = new ConcurrentHashMap<>();
     private final AtomicBoolean closed = new AtomicBoolean();
@@ -120,11 +128,13 @@ final class LeaseEngine implements LockService {
         this.timer = scheduler != null ? scheduler : defaultTimer();
         this.ticker = ticker;
         this.listeners = listeners;
+        this.listening = !listeners.isEmpty();
         this.fair = fair;
         this.reentrant = reentrant;
         this.minPollNanos = minPoll.toNanos();
         this.maxPollNanos = maxPoll.toNanos();
         this.parking = new Parking(timer, ticker);
+        this.leaseTimer = new LeaseTimer(timer, ticker);
         this.renewals = pool("leasehold-renewal-", RENEWAL_THREADS);
         this.calls = pool("leasehold-call-", CALL_THREADS);
         this.notices = pool("leasehold-notice-", 1);
@@ -200,7 +210,7 @@ final class LeaseEngine implements LockService {
             Thread.currentThread().interrupt(); // unreachable without a deadline; keep the flag
             throw new LeaseStoreException("acquire", key.render(), e);
         }
-        if (attempt.lease() == null) {
+        if (attempt.lease() == null && listening) {
             emit(new LeaseEvent(LeaseEventType.BUSY, key, store.name(), null, 0, Duration.ZERO, null, null, null));
         }
         return Optional.ofNullable(attempt.lease());
@@ -267,7 +277,7 @@ final class LeaseEngine implements LockService {
                 } else {
                     sawBusy = true; // queued behind another waiter: contention, not a store failure
                 }
-                if (!waitingTold) {
+                if (!waitingTold && listening) {
                     waitingTold = true;
                     emit(new LeaseEvent(
                             LeaseEventType.WAITING, key, store.name(), null, 0, Duration.ZERO, null, null, null));
@@ -311,7 +321,9 @@ final class LeaseEngine implements LockService {
 
     private LockBusyException busy(LockKey key, long start) {
         Duration waited = Duration.ofNanos(Math.max(0, ticker.nanos() - start));
-        emit(new LeaseEvent(LeaseEventType.BUSY, key, store.name(), null, 0, waited, null, null, null));
+        if (listening) {
+            emit(new LeaseEvent(LeaseEventType.BUSY, key, store.name(), null, 0, waited, null, null, null));
+        }
         return new LockBusyException(key, waited);
     }
 
@@ -351,7 +363,9 @@ final class LeaseEngine implements LockService {
                 }
                 HeldLease current = slot.lease.get();
                 if (current != null && current.tryReenter()) {
-                    emit(current.event(LeaseEventType.REENTERED, Duration.ZERO, null, null));
+                    if (listening) {
+                        emit(current.event(LeaseEventType.REENTERED, Duration.ZERO, null, null));
+                    }
                     return new Attempt(current.newHandle(), 0, true);
                 }
                 if (!queued && fair && hasWaiters(key)) {
@@ -386,10 +400,15 @@ final class LeaseEngine implements LockService {
         }
     }
 
-    /** The store token of one grant: random, or the owner's token with a suffix of this grant's own. */
-    private static String grantToken(String ownerToken) {
+    /**
+     * The store token of one grant: this service's random base and the grant's number, or the
+     * owner's token with a random suffix of this grant's own. The base (122 random bits, drawn once)
+     * keeps the tokens of two services apart; the number keeps this service's grants apart without
+     * a draw from the secure random source per grant ({@code LeaseOwnersTest}).
+     */
+    private String grantToken(String ownerToken) {
         if (ownerToken == null) {
-            return LockOwner.randomToken();
+            return tokenBase + Long.toHexString(grants.incrementAndGet());
         }
         String base = ownerToken.substring(0, Math.min(ownerToken.length(), MAX_TOKEN - SUFFIX));
         return base + "."
@@ -408,15 +427,22 @@ final class LeaseEngine implements LockService {
     /** The acquire on a worker, waited for until the deadline; null if no answer came in time. */
     private AcquireResult boundedAcquire(LockKey key, String grantToken, LeaseOptions options, long deadline)
             throws InterruptedException {
-        StoreCall<AcquireResult> call = StoreCall.start(
-                calls,
-                () -> store.tryAcquire(key, grantToken, options.leaseFor()),
-                // Granted after the caller left, or failed with an unknown outcome: give it back.
-                orphan -> {
-                    if (orphan.failure() != null || orphan.value() instanceof AcquireResult.Granted) {
-                        releaseQuietly(key, grantToken);
-                    }
-                });
+        // Granted after the caller left, or failed with an unknown outcome: give it back (off the
+        // thread that brought the answer, which may be the store client's I/O thread).
+        java.util.function.Consumer<StoreCall<AcquireResult>> orphaned = orphan -> {
+            if (orphan.failure() != null || orphan.value() instanceof AcquireResult.Granted) {
+                releaseAmbiguous(key, grantToken);
+            }
+        };
+        java.util.concurrent.CompletionStage<AcquireResult> answer;
+        try {
+            answer = store.tryAcquireAsync(key, grantToken, options.leaseFor());
+        } catch (RuntimeException | Error e) {
+            answer = java.util.concurrent.CompletableFuture.failedFuture(e);
+        }
+        StoreCall<AcquireResult> call = answer != null
+                ? StoreCall.of(answer, orphaned)
+                : StoreCall.start(calls, () -> store.tryAcquire(key, grantToken, options.leaseFor()), orphaned);
         if (!call.await(parking, deadline)) {
             return null;
         }
@@ -471,16 +497,18 @@ final class LeaseEngine implements LockService {
             lease = new HeldLease(this, holderKey, slot, grantToken, options, granted.grant(), sent);
             slot.lease.set(lease);
             lease.start();
-            emit(new LeaseEvent(
-                    LeaseEventType.ACQUIRED,
-                    holderKey.key(),
-                    store.name(),
-                    LockOwner.abbreviate(grantToken),
-                    lease.fence,
-                    Duration.ofNanos(Math.max(0, ticker.nanos() - start)),
-                    null,
-                    null,
-                    null));
+            if (listening) {
+                emit(new LeaseEvent(
+                        LeaseEventType.ACQUIRED,
+                        holderKey.key(),
+                        store.name(),
+                        LockOwner.abbreviate(grantToken),
+                        lease.fence,
+                        Duration.ofNanos(Math.max(0, ticker.nanos() - start)),
+                        null,
+                        null,
+                        null));
+            }
             return lease.newHandle();
         } catch (RuntimeException | Error e) {
             if (lease != null) {
@@ -974,6 +1002,7 @@ final class LeaseEngine implements LockService {
         if (watch != null) {
             closeQuietly(watch, "force-release notices");
         }
+        leaseTimer.close();
         renewals.shutdownNow();
         calls.shutdown();
         notices.shutdown();

@@ -12,7 +12,10 @@ import java.util.function.BooleanSupplier;
  * How engine threads wait: {@link LockSupport#park} until a condition holds or an alarm set on the
  * engine's timer rings. No monitor is held while parked, so a virtual thread that waits here
  * unmounts from its carrier; and the timer, not the wall clock, decides when a wait is over, so a
- * fake timer drives every wait in tests.
+ * fake timer drives every wait in tests. On the system's clock ({@link Ticker#system()}) the thread
+ * parks for the time left instead ({@link LockSupport#parkNanos}): the same wait without a timer
+ * task set and cancelled, and a wake-up of the timer thread, per wait ({@code
+ * ParkingTest#onTheSystemClockAWaitEndsAtItsDeadlineOrWhenTheConditionHolds}).
  */
 final class Parking {
 
@@ -40,6 +43,10 @@ final class Parking {
         if (done.getAsBoolean() || delay <= 0) {
             return;
         }
+        if (ticker == SystemTicker.INSTANCE) {
+            parkNanosUntil(done, deadline);
+            return;
+        }
         Thread me = Thread.currentThread();
         AtomicBoolean rang = new AtomicBoolean();
         ScheduledFuture<?> alarm;
@@ -63,6 +70,16 @@ final class Parking {
             }
         } finally {
             alarm.cancel(false);
+        }
+    }
+
+    private void parkNanosUntil(BooleanSupplier done, long deadline) throws InterruptedException {
+        long left;
+        while (!done.getAsBoolean() && (left = deadline - ticker.nanos()) > 0) {
+            LockSupport.parkNanos(this, left);
+            if (Thread.interrupted()) {
+                throw new InterruptedException("interrupted while waiting for a lease");
+            }
         }
     }
 }

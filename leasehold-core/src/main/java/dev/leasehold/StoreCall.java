@@ -1,6 +1,8 @@
 package dev.leasehold;
 
 import java.util.concurrent.Callable;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.CompletionStage;
 import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -40,6 +42,20 @@ final class StoreCall<T> implements Runnable {
         return new StoreCall<>(body, orphanHandler).startOn(workers);
     }
 
+    /**
+     * A call already sent by an asynchronous client: its answer is {@code answer}'s outcome. The
+     * orphan handler then runs where the answer completes (a client's I/O thread): it must only
+     * hand work on.
+     */
+    static <T> StoreCall<T> of(CompletionStage<T> answer, Consumer<StoreCall<T>> orphanHandler) {
+        StoreCall<T> call = new StoreCall<>(null, orphanHandler);
+        call.state.set(RUNNING);
+        answer.whenComplete((value, failure) -> call.complete(
+                value,
+                failure instanceof CompletionException && failure.getCause() != null ? failure.getCause() : failure));
+        return call;
+    }
+
     StoreCall<T> startOn(Executor workers) {
         try {
             workers.execute(this);
@@ -54,11 +70,19 @@ final class StoreCall<T> implements Runnable {
         if (!state.compareAndSet(PENDING, RUNNING)) {
             return; // given up on before it was sent: nothing happened in the store
         }
+        T result = null;
+        Throwable thrown = null;
         try {
-            value = body.call();
+            result = body.call();
         } catch (Throwable e) {
-            failure = e;
+            thrown = e;
         }
+        complete(result, thrown);
+    }
+
+    private void complete(T result, Throwable thrown) {
+        value = result;
+        failure = thrown;
         if (state.compareAndSet(RUNNING, DONE)) {
             LockSupport.unpark(caller);
         } else {

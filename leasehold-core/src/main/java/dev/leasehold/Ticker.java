@@ -13,6 +13,6 @@ public interface Ticker {
 
     /** The system's monotonic clock. */
     static Ticker system() {
-        return System::nanoTime;
+        return SystemTicker.INSTANCE;
     }
 }

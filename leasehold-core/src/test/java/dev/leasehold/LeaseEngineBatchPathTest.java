@@ -9,6 +9,8 @@ import dev.leasehold.ScriptedStore.Call;
 import dev.leasehold.ScriptedStore.Gate;
 import dev.leasehold.ScriptedStore.Op;
 import dev.leasehold.ScriptedStore.Step;
+import dev.leasehold.spi.AcquireResult;
+import dev.leasehold.spi.Grant;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Proxy;
 import java.time.Duration;
@@ -414,9 +416,15 @@ class LeaseEngineBatchPathTest extends EngineHarness {
         assertABrokenTimerLeavesNothingOfTheBatch(2);
     }
 
-    /** The timer breaks at the n-th lease of a batch of three (a lease without renewal sets one timer). */
+    /**
+     * The timer breaks at the n-th lease of a batch of three. The leases share one alarm, set again
+     * only for work due before it: the store grants each key a minute less than the one before, so
+     * every lease's expiry watch sets the alarm.
+     */
     private void assertABrokenTimerLeavesNothingOfTheBatch(int nthLease) {
         ScriptedStore store = store(false);
+        store.script(Op.ACQUIRE, B, shortenedBy(Duration.ofMinutes(1)));
+        store.script(Op.ACQUIRE, C, shortenedBy(Duration.ofMinutes(2)));
         BreakingTimer timer = new BreakingTimer(time.scheduler());
         LockService service = serviceOn(store, timer);
         timer.breakOnCall(nthLease);
@@ -430,6 +438,23 @@ class LeaseEngineBatchPathTest extends EngineHarness {
         assertFree(store, A, B, C);
         assertThat(service.heldLeases()).isEmpty();
         assertThat(holderSlots(service)).isZero();
+    }
+
+    /** The real grant, valid for {@code by} less than the store gave. */
+    private static Step shortenedBy(Duration by) {
+        return new Step() {
+            @Override
+            @SuppressWarnings("unchecked")
+            public <T> T apply(Call call, Supplier<T> real) {
+                T value = real.get();
+                if (value instanceof AcquireResult.Granted granted) {
+                    Grant g = granted.grant();
+                    return (T) new AcquireResult.Granted(new Grant(
+                            g.fence(), g.remaining().minus(by), g.expiresAt().minus(by)));
+                }
+                return value;
+            }
+        };
     }
 
     @Test

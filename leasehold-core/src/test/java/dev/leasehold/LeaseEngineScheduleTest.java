@@ -56,6 +56,10 @@ class LeaseEngineScheduleTest extends EngineHarness {
         return ((LeaseEngine) service).holderSlots();
     }
 
+    private static int timedWork(LockService service) {
+        return ((LeaseEngine) service).leaseTimer.pending();
+    }
+
     // ------------------------------------------------------------------ waiting
 
     @Test
@@ -346,6 +350,61 @@ class LeaseEngineScheduleTest extends EngineHarness {
         }
     }
 
+    // ------------------------------------------------------------------ leases on one alarm
+
+    @Test
+    void leasesSharingOneAlarmAreEachRenewedAtTheirOwnThirdAndLostAtTheirOwnDeadline() throws Exception {
+        ScriptedStore store = store(true);
+        LockService service = service(store);
+        LockKey later = LockKey.of("t", "later");
+        LockKey sooner = LockKey.of("t", "sooner");
+        LockKey hung = LockKey.of("t", "hung");
+        Gate gate = new Gate();
+        store.script(Op.RENEW, hung, ScriptedStore.hang(gate));
+        // t = 0: the first lease sets the alarm for its renewal at 10 s
+        Lease first =
+                service.tryAcquire(later, lease(Duration.ofSeconds(30), true)).orElseThrow();
+        time.advance(Duration.ofSeconds(1));
+        // t = 1 s: two 3 s leases, renewal due at 2 s, before the alarm that is set
+        Lease renewed =
+                service.tryAcquire(sooner, lease(Duration.ofSeconds(3), true)).orElseThrow();
+        Lease lost =
+                service.tryAcquire(hung, lease(Duration.ofSeconds(3), true)).orElseThrow();
+        CountDownLatch lossSignal = new CountDownLatch(1);
+        lost.onLost(cause -> lossSignal.countDown());
+        try {
+            time.advance(Duration.ofSeconds(1)); // t = 2 s
+            awaitEvents(LeaseEventType.RENEWED, 1);
+            gate.awaitEntered();
+            time.advance(Duration.ofSeconds(1)); // t = 3 s: the next third of the renewed lease
+            awaitEvents(LeaseEventType.RENEWED, 2);
+            assertThat(store.count(Op.RENEW, sooner)).isEqualTo(2);
+            time.advance(ms(999));
+            assertThat(lost.isHeld()).isTrue();
+            time.advance(ms(1)); // t = 4 s: the hung lease's local deadline
+            assertThat(lost.isHeld()).isFalse();
+            assertThat(lossSignal.await(5, TimeUnit.SECONDS))
+                    .as("onLost of the hung lease")
+                    .isTrue();
+            assertThat(renewed.isHeld()).as("renewed at 3 s, held until 6 s").isTrue();
+            assertThat(store.count(Op.RENEW, later))
+                    .as("the 30 s lease before its third")
+                    .isZero();
+            renewed.close();
+            long renewalsBeforeRelease = store.count(Op.RENEW, sooner);
+            time.advance(Duration.ofSeconds(6)); // t = 10 s
+            store.awaitCall(Op.RENEW, later, 1);
+            assertThat(first.isHeld()).isTrue();
+            assertThat(store.count(Op.RENEW, sooner))
+                    .as("none after its release")
+                    .isEqualTo(renewalsBeforeRelease);
+        } finally {
+            gate.open();
+            first.close();
+            lost.close();
+        }
+    }
+
     // ------------------------------------------------------------------ nothing left behind
 
     @Test
@@ -364,11 +423,18 @@ class LeaseEngineScheduleTest extends EngineHarness {
         Lease inner =
                 service.tryAcquire(free, lease(Duration.ofSeconds(30), true)).orElseThrow();
         assertThat(slots(service)).isOne();
-        assertThat(time.pendingTasks()).as("renewal and expiry watch").isEqualTo(2);
+        assertThat(timedWork(service)).as("renewal and expiry watch").isEqualTo(2);
+        assertThat(time.pendingTasks()).as("one alarm for both").isOne();
         inner.close();
         lease.close();
         assertThat(slots(service)).as("after release").isZero();
-        assertThat(time.pendingTasks()).as("timer tasks after release").isZero();
+        assertThat(timedWork(service)).as("timed work after release").isZero();
+        // The alarm stays set until it rings (the next lease would set it again); then nothing is left.
+        time.advance(Duration.ofMinutes(1));
+        assertThat(time.pendingTasks()).as("timer tasks once the alarm rang").isZero();
+        assertThat(store.count(Op.RENEW, free))
+                .as("renewals of the released lease")
+                .isZero();
 
         Gate gate = new Gate();
         store.script(Op.ACQUIRE, KEY, ScriptedStore.hang(gate));

@@ -581,9 +581,14 @@ class LeaseEngineTest extends EngineHarness {
             assertThat(served).containsExactly(0, 1, 2, 3, 4);
         }
 
-        @Test
-        void aWaitingAcquireNeverOutlastsItsWaitWhenTheStoreHangs() throws Exception {
+        /** On a worker of the engine, or (asynchronous client) answered on the store's client thread. */
+        @org.junit.jupiter.params.ParameterizedTest(name = "asynchronous client: {0}")
+        @org.junit.jupiter.params.provider.ValueSource(booleans = {false, true})
+        void aWaitingAcquireNeverOutlastsItsWaitWhenTheStoreHangs(boolean asynchronous) throws Exception {
             ScriptedStore store = store(true);
+            if (asynchronous) {
+                store.answerAsync(false);
+            }
             LockService service = service(store);
             Gate gate = new Gate();
             store.always(Op.ACQUIRE, ScriptedStore.hang(gate));
@@ -596,10 +601,14 @@ class LeaseEngineTest extends EngineHarness {
                     .isInstanceOf(LeaseStoreException.class)
                     .hasMessageContaining(KEY.render());
 
-            // The grant that arrives after the waiter left is given back.
+            // The grant that arrives after the waiter left is given back, never on the client's thread.
             store.always(Op.ACQUIRE, ScriptedStore.pass());
             gate.open();
             awaitFree(store, KEY);
+            assertThat(store.awaitCall(Op.RELEASE, KEY, 1).thread()).isNotEqualTo(ScriptedStore.CLIENT_THREAD);
+            if (asynchronous) {
+                assertThat(store.awaitCall(Op.ACQUIRE, KEY, 1).thread()).isEqualTo(ScriptedStore.CLIENT_THREAD);
+            }
         }
 
         @Test

@@ -150,4 +150,24 @@ class LeaseOwnersTest extends EngineHarness {
             assertThat(lease.ownerToken()).startsWith(owner.token()).isNotEqualTo(first);
         }
     }
+
+    @Test
+    void grantsWithoutAnExplicitOwnerHaveTokensOfTheirOwnAndTwoServicesNeverShareOne() {
+        ScriptedStore store = store(true);
+        LockService one = service(store);
+        LockService two = service(store);
+        java.util.Set<String> tokens = new java.util.HashSet<>();
+        java.util.Set<String> bases = new java.util.HashSet<>();
+        for (LockService service : List.of(one, two)) {
+            for (int i = 0; i < 3; i++) {
+                try (Lease lease = service.tryAcquire(KEY, lease(Duration.ofSeconds(30), false))
+                        .orElseThrow()) {
+                    assertThat(tokens.add(lease.ownerToken())).as("a new token").isTrue();
+                    assertThat(lease.ownerToken()).matches("[0-9a-f]{32}-[0-9a-f]+");
+                    bases.add(lease.ownerToken().substring(0, 32));
+                }
+            }
+        }
+        assertThat(bases).as("one random base per service").hasSize(2);
+    }
 }

@@ -358,6 +358,41 @@ final class ScriptedStore implements LeaseStore {
         return run(Op.ACQUIRE, key, owner, () -> backend.tryAcquire(key, owner, leaseFor));
     }
 
+    /**
+     * From now on, answers {@link #tryAcquireAsync} as an asynchronous client does: the call (with
+     * its scripted steps) runs on the store's client thread, {@value #CLIENT_THREAD}; or, if {@code
+     * refuseAtOnce}, the call throws before anything is sent.
+     */
+    void answerAsync(boolean refuseAtOnce) {
+        this.asyncMode = refuseAtOnce ? AsyncMode.REFUSE : AsyncMode.ANSWER;
+    }
+
+    static final String CLIENT_THREAD = "scripted-store-client";
+
+    private enum AsyncMode {
+        NONE,
+        ANSWER,
+        REFUSE
+    }
+
+    private volatile AsyncMode asyncMode = AsyncMode.NONE;
+    private final ExecutorService client = Executors.newCachedThreadPool(r -> {
+        Thread thread = new Thread(r, CLIENT_THREAD);
+        thread.setDaemon(true);
+        return thread;
+    });
+
+    @Override
+    public java.util.concurrent.CompletionStage<AcquireResult> tryAcquireAsync(
+            LockKey key, String owner, Duration leaseFor) {
+        return switch (asyncMode) {
+            case NONE -> null;
+            case REFUSE -> throw new IllegalArgumentException("scripted refusal before sending");
+            case ANSWER ->
+                java.util.concurrent.CompletableFuture.supplyAsync(() -> tryAcquire(key, owner, leaseFor), client);
+        };
+    }
+
     @Override
     public Optional<Grant> renew(LockKey key, String owner, Duration leaseFor) {
         return run(Op.RENEW, key, owner, () -> backend.renew(key, owner, leaseFor));
@@ -458,5 +493,6 @@ final class ScriptedStore implements LeaseStore {
     @Override
     public void close() {
         io.shutdownNow();
+        client.shutdownNow();
     }
 }

@@ -41,6 +41,19 @@ public interface LeaseStore extends AutoCloseable {
     AcquireResult tryAcquire(LockKey key, String owner, Duration leaseFor);
 
     /**
+     * {@link #tryAcquire} as an answer to come, for a store whose client is asynchronous: a caller
+     * that waits with a deadline then waits for the answer itself instead of for a worker thread
+     * that waits for it. An answer that comes after the caller gave up is handled as a late answer
+     * of {@link #tryAcquire} is (a grant is released). The stage must not be completed on the
+     * calling thread while a lock of the store is held. {@code null} (the default) when the store
+     * has no such path; the engine then calls {@link #tryAcquire} on a worker.
+     */
+    default java.util.concurrent.CompletionStage<AcquireResult> tryAcquireAsync(
+            LockKey key, String owner, Duration leaseFor) {
+        return null;
+    }
+
+    /**
      * Grants every key to {@code owner} for {@code leaseFor}, or none of them: the batch form of
      * {@link #tryAcquire}, for distinct keys in the order they are to be taken (sorted, as the
      * engine takes batches). A store that can take several keys in one atomic step does so (Redis:

@@ -2,10 +2,13 @@ package dev.leasehold.redis;
 
 import dev.leasehold.LockKey;
 import io.lettuce.core.ScriptOutputType;
+import io.lettuce.core.api.async.RedisScriptingAsyncCommands;
 import io.lettuce.core.api.sync.RedisScriptingCommands;
 import java.time.Duration;
 import java.util.HexFormat;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicLong;
@@ -136,6 +139,9 @@ final class FairQueue {
         return new String[] {lease, keys.fence(key), lease + ":queue", lease + ":waiters"};
     }
 
+    /** One acquire's ask: what was known before the script, and the script's arguments. */
+    private record Ask(String owner, long sent, Asked before, boolean join, boolean waitedFor, List<Object> pushed) {}
+
     List<Object> acquire(
             RedisScriptingCommands<String, String> redis,
             RedisKeys keys,
@@ -144,39 +150,64 @@ final class FairQueue {
             String millis,
             String counterTtl,
             boolean waitedFor) {
+        Ask ask = ask(keys, key, owner, waitedFor);
+        if (ask.pushed() != null) {
+            return ask.pushed();
+        }
+        Script script = fair ? ACQUIRE : BARGING_ACQUIRE;
+        return answered(
+                ask,
+                script.run(redis, ScriptOutputType.MULTI, keys(keys, key), args(keys, key, ask, millis, counterTtl)));
+    }
+
+    /** {@link #acquire} with the script sent on asynchronous commands: no thread waits for the reply. */
+    CompletionStage<List<Object>> acquireAsync(
+            RedisScriptingAsyncCommands<String, String> redis,
+            RedisKeys keys,
+            LockKey key,
+            String owner,
+            String millis,
+            String counterTtl,
+            boolean waitedFor) {
+        Ask ask = ask(keys, key, owner, waitedFor);
+        if (ask.pushed() != null) {
+            return CompletableFuture.completedFuture(ask.pushed());
+        }
+        Script script = fair ? ACQUIRE : BARGING_ACQUIRE;
+        return script.<List<Object>>runAsync(
+                        redis, ScriptOutputType.MULTI, keys(keys, key), args(keys, key, ask, millis, counterTtl))
+                .thenApply(reply -> answered(ask, reply));
+    }
+
+    private Ask ask(RedisKeys keys, LockKey key, String owner, boolean waitedFor) {
         long sent = System.nanoTime();
         Asked before = asked.get(owner);
         if (before != null && !pushed.isEmpty()) {
             List<Object> taken = takePushed(keys.channel(key), owner, before.last(), sent);
             if (taken != null) {
                 asked.remove(owner);
-                return taken;
+                return new Ask(owner, sent, before, false, waitedFor, taken);
             }
         }
-        String wake = sharded ? keys.channel(key) : wakeChannel;
         boolean join =
                 fair ? before != null || waitedFor : before != null && sent - before.first() >= bargingBoundNanos;
-        List<Object> reply = fair
-                ? ACQUIRE.run(
-                        redis,
-                        ScriptOutputType.MULTI,
-                        keys(keys, key),
-                        owner,
-                        millis,
-                        queueTtlMillis,
-                        wake,
-                        join ? "1" : "0",
-                        counterTtl)
-                : BARGING_ACQUIRE.run(
-                        redis,
-                        ScriptOutputType.MULTI,
-                        keys(keys, key),
-                        owner,
-                        millis,
-                        counterTtl,
-                        join ? "1" : "0",
-                        queueTtlMillis,
-                        wake);
+        return new Ask(owner, sent, before, join, waitedFor, null);
+    }
+
+    private String[] args(RedisKeys keys, LockKey key, Ask ask, String millis, String counterTtl) {
+        String wake = sharded ? keys.channel(key) : wakeChannel;
+        String join = ask.join() ? "1" : "0";
+        return fair
+                ? new String[] {ask.owner(), millis, queueTtlMillis, wake, join, counterTtl}
+                : new String[] {ask.owner(), millis, counterTtl, join, queueTtlMillis, wake};
+    }
+
+    private List<Object> answered(Ask ask, List<Object> reply) {
+        String owner = ask.owner();
+        Asked before = ask.before();
+        boolean join = ask.join();
+        boolean waitedFor = ask.waitedFor();
+        long sent = ask.sent();
         if (!Long.valueOf(0).equals(reply.get(0))) {
             asked.remove(owner);
             return reply;

@@ -17,6 +17,7 @@ import io.lettuce.core.ScanIterator;
 import io.lettuce.core.ScriptOutputType;
 import io.lettuce.core.api.StatefulConnection;
 import io.lettuce.core.api.StatefulRedisConnection;
+import io.lettuce.core.api.async.RedisScriptingAsyncCommands;
 import io.lettuce.core.api.sync.RedisServerCommands;
 import io.lettuce.core.cluster.RedisClusterClient;
 import io.lettuce.core.cluster.SlotHash;
@@ -39,6 +40,7 @@ import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.TreeSet;
+import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedDeque;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -127,6 +129,7 @@ public final class RedisLeaseStore implements LeaseStore {
 
     private final StatefulConnection<String, String> connection;
     private final RedisClusterCommands<String, String> redis;
+    private final RedisScriptingAsyncCommands<String, String> async; // the same connection, for a waiting acquire
     private final String keyPrefix;
     private final String counterTtl;
     private final Acknowledgement acknowledgement;
@@ -150,6 +153,11 @@ public final class RedisLeaseStore implements LeaseStore {
     private RedisLeaseStore(Builder builder) {
         this.connection = builder.connection;
         this.redis = builder.commands;
+        this.async = builder.connection instanceof StatefulRedisConnection<String, String> standalone
+                ? standalone.async()
+                : builder.connection instanceof StatefulRedisClusterConnection<String, String> cluster
+                        ? cluster.async()
+                        : null;
         this.keyPrefix = builder.keyPrefix;
         this.counterTtl = Long.toString(builder.fenceCounterTtl.toMillis());
         this.acknowledgement = builder.acknowledgement;
@@ -242,10 +250,31 @@ public final class RedisLeaseStore implements LeaseStore {
                     }
                     return "the lease, held before by the same owner, is kept";
                 });
+        return acquireResult(reply);
+    }
+
+    private static AcquireResult acquireResult(List<Object> reply) {
         if (asLong(reply.get(0)) == 1) {
             return new AcquireResult.Granted(grant(reply, 1));
         }
         return new AcquireResult.Busy(Duration.ofMillis(Math.max(0, asLong(reply.get(1)))));
+    }
+
+    /**
+     * The acquire script sent without a thread waiting for it, so a caller that waits with a
+     * deadline waits for the reply itself. Only where the script is the whole operation: with a
+     * fair queue or a replica acknowledgement configured, null (the engine calls {@link
+     * #tryAcquire} on a worker).
+     */
+    @Override
+    public CompletionStage<AcquireResult> tryAcquireAsync(LockKey key, String owner, Duration leaseFor) {
+        if (acknowledgement != null || async == null) {
+            return null;
+        }
+        checkOwner(key, owner);
+        return queue.acquireAsync(
+                        async, keys, key, owner, millis(leaseFor), counterTtl, byChannel.containsKey(keys.channel(key)))
+                .thenApply(RedisLeaseStore::acquireResult);
     }
 
     /**

@@ -2,6 +2,7 @@ package dev.leasehold.redis;
 
 import io.lettuce.core.RedisNoScriptException;
 import io.lettuce.core.ScriptOutputType;
+import io.lettuce.core.api.async.RedisScriptingAsyncCommands;
 import io.lettuce.core.api.sync.RedisScriptingCommands;
 import java.io.IOException;
 import java.io.InputStream;
@@ -10,6 +11,9 @@ import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.HexFormat;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.CompletionStage;
 
 /**
  * One Lua script from this package's resources, called by its SHA-1 digest. A server that does not
@@ -71,6 +75,18 @@ final class Script {
         } catch (RedisNoScriptException e) {
             return redis.eval(body, type, keys, args);
         }
+    }
+
+    /** As {@link #run}, without waiting: the reply completes the stage on the client's I/O thread. */
+    <T> CompletionStage<T> runAsync(
+            RedisScriptingAsyncCommands<String, String> redis, ScriptOutputType type, String[] keys, String... args) {
+        return redis.<T>evalsha(sha, type, keys, args).exceptionallyCompose(failure -> {
+            Throwable cause =
+                    failure instanceof CompletionException && failure.getCause() != null ? failure.getCause() : failure;
+            return cause instanceof RedisNoScriptException
+                    ? redis.<T>eval(body, type, keys, args)
+                    : CompletableFuture.failedStage(cause);
+        });
     }
 
     /** The SHA-1 of the text in lower-case hex, as Redis names scripts (and {@code redis.sha1hex}). */
