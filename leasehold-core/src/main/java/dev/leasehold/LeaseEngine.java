@@ -106,7 +106,9 @@ final class LeaseEngine implements LockService {
     private final boolean reentrant;
     private final long minPollNanos;
     private final long maxPollNanos;
-    private final String tokenBase = LockOwner.randomToken() + "-";
+    // After the grant's number, so that what logs, events and endpoints show of a token (its first
+    // characters) tells two grants of this service apart (LeaseOwnersTest).
+    private final String tokenBase = "-" + LockOwner.randomToken();
     private final AtomicLong grants = new AtomicLong();
     private final ConcurrentHashMap<HolderKey, HolderSlot> holders = new ConcurrentHashMap<>();
     private final ConcurrentHashMap<LockKey, WaitQueue> queues = new ConcurrentHashMap<>();
@@ -401,14 +403,14 @@ final class LeaseEngine implements LockService {
     }
 
     /**
-     * The store token of one grant: this service's random base and the grant's number, or the
+     * The store token of one grant: the grant's number and this service's random base, or the
      * owner's token with a random suffix of this grant's own. The base (122 random bits, drawn once)
      * keeps the tokens of two services apart; the number keeps this service's grants apart without
      * a draw from the secure random source per grant ({@code LeaseOwnersTest}).
      */
     private String grantToken(String ownerToken) {
         if (ownerToken == null) {
-            return tokenBase + Long.toHexString(grants.incrementAndGet());
+            return Long.toHexString(grants.incrementAndGet()) + tokenBase;
         }
         String base = ownerToken.substring(0, Math.min(ownerToken.length(), MAX_TOKEN - SUFFIX));
         return base + "."
@@ -468,7 +470,12 @@ final class LeaseEngine implements LockService {
         try {
             calls.execute(() -> releaseQuietly(key, grantToken));
         } catch (RejectedExecutionException e) {
-            releaseQuietly(key, grantToken);
+            // Closed: still never on this thread, which may be the store client's I/O thread (a
+            // blocking release there waits for a reply only that thread can read;
+            // AsyncAcquireTest#aGrantThatArrivesAfterTheServiceClosedIsGivenBackOffTheClientsThread).
+            Thread late = new Thread(() -> releaseQuietly(key, grantToken), "leasehold-late-release");
+            late.setDaemon(true);
+            late.start();
         }
     }
 

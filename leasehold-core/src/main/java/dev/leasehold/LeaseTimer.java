@@ -83,16 +83,21 @@ final class LeaseTimer {
             if (closed || (armed && due - armedAt >= 0)) {
                 return;
             }
+            // The new alarm first: if the timer refuses or fails, the alarm that is set stays set
+            // (cancelled first, the entries after it would wait for an alarm that never rings;
+            // LeaseTimerTest#aTimerThatFailsOnceToSetTheAlarmLeavesEveryOtherLeaseRenewed).
+            long mine = generation + 1;
+            ScheduledFuture<?> next;
+            try {
+                next = timer.schedule(() -> ring(mine), Math.max(0, due - ticker.nanos()), TimeUnit.NANOSECONDS);
+            } catch (RejectedExecutionException e) {
+                return; // the service is closing
+            }
+            generation = mine;
             if (alarm != null) {
                 alarm.cancel(false);
             }
-            long mine = ++generation;
-            try {
-                alarm = timer.schedule(() -> ring(mine), Math.max(0, due - ticker.nanos()), TimeUnit.NANOSECONDS);
-            } catch (RejectedExecutionException e) {
-                alarm = null;
-                return; // the service is closing
-            }
+            alarm = next;
             armedAt = due;
             armed = true;
         } finally {
@@ -125,7 +130,9 @@ final class LeaseTimer {
             if (entries.remove(first)) {
                 try {
                     first.task.run();
-                } catch (RuntimeException e) {
+                } catch (RuntimeException | Error e) {
+                    // Whatever one lease's work throws, the others' still run and the alarm is set
+                    // again (LeaseTimerTest#anEntryThatThrowsAnErrorDoesNotStopTheEntriesAfterIt).
                     log.warn("a lease's timed work failed; ignored", e);
                 }
             }

@@ -3,8 +3,10 @@ package dev.leasehold;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import dev.leasehold.ScriptedStore.Gate;
 import dev.leasehold.ScriptedStore.Op;
 import java.time.Duration;
+import java.util.concurrent.Future;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -64,5 +66,29 @@ class AsyncAcquireTest extends EngineHarness {
         assertThat(service.tryAcquire(KEY, lease(HOUR, false)))
                 .as("the key is free")
                 .isPresent();
+    }
+
+    @Test
+    void aGrantThatArrivesAfterTheServiceClosedIsGivenBackOffTheClientsThread() throws Exception {
+        ScriptedStore store = store(true);
+        store.answerAsync(false);
+        LockService service = service(store);
+        Gate gate = new Gate();
+        store.always(Op.ACQUIRE, ScriptedStore.hang(gate));
+        Future<Lease> waiter = async(() -> service.acquire(KEY, waiting(HOUR, Duration.ofMillis(500))));
+        gate.awaitEntered();
+        time.awaitTaskDueWithin(Duration.ofMillis(500));
+        time.advance(Duration.ofMillis(500));
+        assertThatThrownBy(() -> await(waiter)).isInstanceOf(LeaseStoreException.class);
+
+        // The service closes (its workers stop) before the client brings the late grant.
+        service.close();
+        store.always(Op.ACQUIRE, ScriptedStore.pass());
+        gate.open();
+
+        awaitFree(store, KEY);
+        assertThat(store.awaitCall(Op.RELEASE, KEY, 1).thread())
+                .as("a blocking release on the client's thread would block the client that must answer it")
+                .isNotEqualTo(ScriptedStore.CLIENT_THREAD);
     }
 }

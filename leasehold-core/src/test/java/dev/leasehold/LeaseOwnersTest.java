@@ -163,11 +163,34 @@ class LeaseOwnersTest extends EngineHarness {
                 try (Lease lease = service.tryAcquire(KEY, lease(Duration.ofSeconds(30), false))
                         .orElseThrow()) {
                     assertThat(tokens.add(lease.ownerToken())).as("a new token").isTrue();
-                    assertThat(lease.ownerToken()).matches("[0-9a-f]{32}-[0-9a-f]+");
-                    bases.add(lease.ownerToken().substring(0, 32));
+                    assertThat(lease.ownerToken()).matches("[0-9a-f]+-[0-9a-f]{32}");
+                    bases.add(lease.ownerToken().substring(lease.ownerToken().indexOf('-') + 1));
                 }
             }
         }
         assertThat(bases).as("one random base per service").hasSize(2);
+    }
+
+    @Test
+    void twoGrantsOfOneServiceAreToldApartWhereTheirTokensAreShownAbbreviated() {
+        ScriptedStore store = store(true);
+        LockService service = service(store);
+        LockKey other = LockKey.of("t", "other");
+        try (Lease one = service.tryAcquire(KEY, lease(Duration.ofSeconds(30), false))
+                        .orElseThrow();
+                Lease two = service.tryAcquire(other, lease(Duration.ofSeconds(30), false))
+                        .orElseThrow()) {
+            assertThat(one.ownerToken()).isNotEqualTo(two.ownerToken());
+            // What logs, events, the held-leases view and the endpoint show of a grant's owner.
+            assertThat(service.heldLeases())
+                    .extracting(HeldLeaseInfo::owner)
+                    .as("owners of two grants as shown")
+                    .doesNotHaveDuplicates()
+                    .hasSize(2);
+            assertThat(events)
+                    .filteredOn(e -> e.type() == LeaseEventType.ACQUIRED)
+                    .extracting(LeaseEvent::owner)
+                    .doesNotHaveDuplicates();
+        }
     }
 }
