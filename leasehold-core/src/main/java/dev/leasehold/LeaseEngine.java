@@ -29,7 +29,6 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.ReentrantLock;
@@ -75,7 +74,7 @@ import org.slf4j.LoggerFactory;
  * LeaseEngineTest.Waiting}).
  *
  * <p>Store tokens: every grant is asked for with a token of its own. Without an explicit owner it
- * is the service's random base (drawn once) and the grant's number; with a {@link LockOwner} it is
+ * is 128 bits from the secure random source, drawn for that grant; with a {@link LockOwner} it is
  * the owner's token plus a per-grant random suffix, so that two
  * processes sharing one owner token never both hold the key (the second is refused as busy), and
  * a late release or renewal of one grant can never touch another.
@@ -106,10 +105,6 @@ final class LeaseEngine implements LockService {
     private final boolean reentrant;
     private final long minPollNanos;
     private final long maxPollNanos;
-    // After the grant's number, so that what logs, events and endpoints show of a token (its first
-    // characters) tells two grants of this service apart (LeaseOwnersTest).
-    private final String tokenBase = "-" + LockOwner.randomToken();
-    private final AtomicLong grants = new AtomicLong();
     private final ConcurrentHashMap<HolderKey, HolderSlot> holders = new ConcurrentHashMap<>();
     private final ConcurrentHashMap<LockKey, WaitQueue> queues = new ConcurrentHashMap<>();
     private final AtomicBoolean closed = new AtomicBoolean();
@@ -403,14 +398,15 @@ final class LeaseEngine implements LockService {
     }
 
     /**
-     * The store token of one grant: the grant's number and this service's random base, or the
-     * owner's token with a random suffix of this grant's own. The base (122 random bits, drawn once)
-     * keeps the tokens of two services apart; the number keeps this service's grants apart without
-     * a draw from the secure random source per grant ({@code LeaseOwnersTest}).
+     * The store token of one grant: 128 bits from the secure random source, or the owner's token
+     * with a random suffix of this grant's own. Drawn per grant, never derived from a base and a
+     * counter: a service built before a process snapshot (a CRaC checkpoint, a cloned VM) and
+     * restored twice would give both copies the same tokens, which a store takes for re-entry, so
+     * both would hold the key ({@code LeaseOwnersTest}).
      */
     private String grantToken(String ownerToken) {
         if (ownerToken == null) {
-            return Long.toHexString(grants.incrementAndGet()) + tokenBase;
+            return LockOwner.randomToken();
         }
         String base = ownerToken.substring(0, Math.min(ownerToken.length(), MAX_TOKEN - SUFFIX));
         return base + "."
