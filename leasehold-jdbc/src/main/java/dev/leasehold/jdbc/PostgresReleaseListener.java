@@ -37,8 +37,14 @@ final class PostgresReleaseListener extends FeedThread implements ReleaseFeed {
     private boolean listening; // guarded by lock
     private SQLException lastFailure; // guarded by lock
 
-    PostgresReleaseListener(DataSource dataSource) {
+    private final String wake;
+    private final java.util.function.Predicate<String> wantsOthersHandOffs;
+
+    PostgresReleaseListener(
+            DataSource dataSource, String wake, java.util.function.Predicate<String> wantsOthersHandOffs) {
         this.dataSource = dataSource;
+        this.wake = wake;
+        this.wantsOthersHandOffs = wantsOthersHandOffs;
     }
 
     @Override
@@ -132,11 +138,27 @@ final class PostgresReleaseListener extends FeedThread implements ReleaseFeed {
         setListening(false, null);
     }
 
-    /** A payload {@code r:<fence>:<key>} or {@code f:<fence>:<key>}. */
+    /**
+     * A payload {@code r:<fence>:<key>} or {@code f:<fence>:<key>}, or a hand-off {@code
+     * h:<fence>:<store>:<key>}, passed on by the store of the waiter it was handed to, and by a
+     * store with a refused caller that has no place yet (so that it asks again and takes one).
+     */
     private void dispatch(String payload) {
         int second = payload == null ? -1 : payload.indexOf(':', 2);
         if (second < 0) {
             return;
+        }
+        if (payload.startsWith("h:")) {
+            int third = payload.indexOf(':', second + 1);
+            if (third < 0) {
+                return;
+            }
+            boolean mine = third - second - 1 == wake.length() && payload.startsWith(wake, second + 1);
+            if (!mine && !wantsOthersHandOffs.test(payload.substring(third + 1))) {
+                return; // handed to a waiter of another store, and nobody here needs to ask again
+            }
+            payload = "r:" + payload.substring(2, second) + payload.substring(third);
+            second = payload.indexOf(':', 2);
         }
         boolean forced = payload.startsWith("f:");
         long fence;
