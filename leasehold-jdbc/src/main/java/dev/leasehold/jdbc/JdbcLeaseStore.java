@@ -154,9 +154,9 @@ public final class JdbcLeaseStore implements LeaseStore {
     private AcquireResult refused(LockKey key, String owner, AcquireResult.Busy busy) {
         long now = System.nanoTime();
         long holderNanos = busy.holderRemaining().toNanos();
-        WaiterQueue.Plan plan = queue.refused(owner, key.render(), now, holderNanos);
+        WaiterQueue.Plan plan = queue.refused(owner, now, holderNanos);
         if (!plan.queued()) {
-            return busy;
+            return plan.waitNanos() == holderNanos ? busy : new AcquireResult.Busy(Duration.ofNanos(plan.waitNanos()));
         }
         long ahead = execute("queue", key, connection -> {
             if (plan.fresh() && dialect.cleanup() != null) {
@@ -391,7 +391,7 @@ public final class JdbcLeaseStore implements LeaseStore {
             }
             if (feed == null) {
                 feed = dialect.database() == Database.POSTGRESQL
-                        ? new PostgresReleaseListener(dataSource, queue.wake, queue::wantsHandOffNotices)
+                        ? new PostgresReleaseListener(dataSource, queue.wake)
                         : new PolledReleaseWatcher(dataSource, dialect, pollInterval);
             }
             return feed;

@@ -38,13 +38,10 @@ final class PostgresReleaseListener extends FeedThread implements ReleaseFeed {
     private SQLException lastFailure; // guarded by lock
 
     private final String wake;
-    private final java.util.function.Predicate<String> wantsOthersHandOffs;
 
-    PostgresReleaseListener(
-            DataSource dataSource, String wake, java.util.function.Predicate<String> wantsOthersHandOffs) {
+    PostgresReleaseListener(DataSource dataSource, String wake) {
         this.dataSource = dataSource;
         this.wake = wake;
-        this.wantsOthersHandOffs = wantsOthersHandOffs;
     }
 
     @Override
@@ -140,8 +137,7 @@ final class PostgresReleaseListener extends FeedThread implements ReleaseFeed {
 
     /**
      * A payload {@code r:<fence>:<key>} or {@code f:<fence>:<key>}, or a hand-off {@code
-     * h:<fence>:<store>:<key>}, passed on by the store of the waiter it was handed to, and by a
-     * store with a refused caller that has no place yet (so that it asks again and takes one).
+     * h:<fence>:<store>:<key>}, passed on only by the store of the waiter it was handed to.
      */
     private void dispatch(String payload) {
         int second = payload == null ? -1 : payload.indexOf(':', 2);
@@ -154,8 +150,8 @@ final class PostgresReleaseListener extends FeedThread implements ReleaseFeed {
                 return;
             }
             boolean mine = third - second - 1 == wake.length() && payload.startsWith(wake, second + 1);
-            if (!mine && !wantsOthersHandOffs.test(payload.substring(third + 1))) {
-                return; // handed to a waiter of another store, and nobody here needs to ask again
+            if (!mine) {
+                return; // handed to a waiter of another store
             }
             payload = "r:" + payload.substring(2, second) + payload.substring(third);
             second = payload.indexOf(':', 2);

@@ -23,7 +23,8 @@ import java.util.concurrent.atomic.AtomicLong;
  * millisecond at first, slowing down to the release poll interval while the key stays held, so a
  * hand-off is taken at once where no notification tells the waiter (MariaDB, H2); a waiter further
  * back waits about two milliseconds per waiter ahead; on PostgreSQL, whose hand-off notification
- * wakes the waiter, a queued waiter only keeps its place alive.
+ * wakes the waiter, a queued waiter asks again once per release poll interval (50 ms), which keeps
+ * its place alive and bounds what a late notification costs.
  */
 final class WaiterQueue {
 
@@ -50,13 +51,11 @@ final class WaiterQueue {
 
     /** A refused owner: when it was first refused, and when its place was last renewed (0: none). */
     private static final class Asked {
-        final String key;
         final long firstRefused;
         long refreshed; // guarded by this
         long headSince; // guarded by this; 0 unless last seen at the head
 
-        Asked(String key, long firstRefused) {
-            this.key = key;
+        Asked(long firstRefused) {
             this.firstRefused = firstRefused;
         }
 
@@ -86,21 +85,23 @@ final class WaiterQueue {
     }
 
     /**
-     * The owner was refused, with the holder's remaining time: whether and how it queues. Before
-     * it takes a place it is told the holder's real time; it asks again when a release or hand-off
-     * is announced to this store ({@link #wantsHandOffNotices}) or when that time runs out.
+     * The owner was refused, with the holder's remaining time: whether and how it queues. The first
+     * refusal carries the holder's real time, except in fair mode, where the caller is told to ask
+     * again at once, to take its place. Without fair mode a later refusal tells it to come back by
+     * the end of the barging bound, when it takes its place; a release that frees the key wakes it
+     * sooner. A hand-off wakes only the store of the waiter it went to.
      */
-    Plan refused(String owner, String key, long now, long holderNanos) {
+    Plan refused(String owner, long now, long holderNanos) {
         Asked a = asked.get(owner);
         if (a == null) {
             purgeIfFull(now);
-            asked.putIfAbsent(owner, new Asked(key, now));
-            return new Plan(false, false, false, holderNanos);
+            asked.putIfAbsent(owner, new Asked(now));
+            return new Plan(false, false, false, fair ? 0 : holderNanos);
         }
         synchronized (a) {
             long refusedFor = now - a.firstRefused;
             if (a.refreshed == 0 && !fair && refusedFor < boundNanos) {
-                return new Plan(false, false, false, holderNanos);
+                return new Plan(false, false, false, Math.min(holderNanos, boundNanos - refusedFor));
             }
             boolean fresh = a.refreshed == 0;
             boolean join = fresh || now - a.refreshed > ttlNanos / 4;
@@ -112,26 +113,13 @@ final class WaiterQueue {
     }
 
     /**
-     * Whether this store has a caller refused for the key that has no place yet: a hand-off to
-     * another store's waiter is then passed to this store's waiters too, so that they ask again
-     * and take their places. Otherwise a hand-off wakes only the store of the waiter it went to.
-     */
-    boolean wantsHandOffNotices(String key) {
-        for (Asked a : asked.values()) {
-            if (a.key.equals(key) && a.lastRefresh() == 0) {
-                return true;
-            }
-        }
-        return false;
-    }
-
-    /**
      * How long a queued owner waits before asking again, given how many live waiters are ahead of
      * it ({@code -1}: not known, the waiter is woken by a notification).
      */
     long queuedWait(String owner, long now, Plan plan, long ahead) {
         if (ahead < 0) {
-            return plan.waitNanos();
+            // Woken by the hand-off's notification; a late or lost one costs one poll interval at most.
+            return Math.min(plan.waitNanos(), pollNanos);
         }
         Asked a = asked.get(owner);
         if (ahead > 0 || a == null) {
