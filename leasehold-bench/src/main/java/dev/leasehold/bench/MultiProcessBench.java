@@ -74,8 +74,10 @@ public final class MultiProcessBench {
             "redisson-fair",
             "postgresql-floor",
             "leasehold-postgresql",
+            "leasehold-postgresql-fair",
             "mariadb-floor",
-            "leasehold-mariadb");
+            "leasehold-mariadb",
+            "leasehold-mariadb-fair");
 
     static final String BENCH_DATABASE = "leasehold_bench";
 
@@ -174,9 +176,14 @@ public final class MultiProcessBench {
             return closing(Contenders.rawJdbc(pool, database), pool);
         }
         HikariDataSource pool = fixedPool(url, user(backend), endpoints.sqlPool());
-        JdbcLeaseStore store = JdbcLeaseStore.builder(pool).database(database).build();
+        boolean fair = id.endsWith("-fair");
+        JdbcLeaseStore.Builder builder = JdbcLeaseStore.builder(pool).database(database);
+        if (fair) {
+            builder.fairQueue(Duration.ofSeconds(2));
+        }
+        JdbcLeaseStore store = builder.build();
         Contender leasehold = Contenders.leasehold(
-                "Leasehold (" + database.id() + ")",
+                "Leasehold (" + database.id() + (fair ? ", fair queue" : ", bounded barging") + ")",
                 database.id(),
                 LockService.builder(store).build(),
                 () -> {});

@@ -29,23 +29,40 @@ final class H2Dialect {
      * with its expiry). Two callers creating the same row at once: one fails on the primary key and
      * runs the statement again.
      */
+    /**
+     * The waiter queue's gate, over the acquire's parameters {@code p}: no live waiter of the key
+     * arrived before the caller's own live place (none at all when the caller has no place).
+     */
+    static final String QUEUE_GATE = """
+            NOT EXISTS (SELECT 1 FROM leasehold_waiter w
+                         WHERE w.lock_key = p.k AND w.owner_token <> p.o AND w.expires_at_ms > %1$s
+                           AND w.arrived_us < COALESCE((SELECT m.arrived_us FROM leasehold_waiter m
+                                                         WHERE m.lock_key = p.k AND m.owner_token = p.o
+                                                           AND m.expires_at_ms > %1$s),
+                                                       9223372036854775807))""".formatted(NOW);
+
+    /**
+     * A free or expired row that the caller may take: its own expired lease, or through the queue's
+     * gate, evaluated once, in the source row ({@code p.g}): each assignment must see the same answer.
+     */
+    private static final String TAKE = "(l.expires_at_ms <= %1$s AND (l.owner_token = p.o OR p.g))".formatted(NOW);
+
     private static final String ACQUIRE = """
             SELECT owner_token, fence, expires_at_ms, %1$s AS now_ms FROM FINAL TABLE (
               MERGE INTO leasehold_lease l
-              USING (VALUES (CAST(? AS VARCHAR(255)), CAST(? AS VARCHAR(128)), CAST(? AS BIGINT),
-                             CAST(? AS VARCHAR(255)))) AS p(k, o, ms, h)
+              USING (SELECT p.k, p.o, p.ms, p.h, %4$s AS g
+                       FROM (VALUES (CAST(? AS VARCHAR(255)), CAST(? AS VARCHAR(128)), CAST(? AS BIGINT),
+                                     CAST(? AS VARCHAR(255)))) AS p(k, o, ms, h)) AS p
                  ON l.lock_key = p.k
               WHEN MATCHED THEN UPDATE SET
-                   fence = CASE WHEN l.expires_at_ms <= %1$s THEN GREATEST(l.fence + 1, %2$s) ELSE l.fence END,
-                   acquired_at_ms = CASE WHEN l.expires_at_ms <= %1$s THEN %1$s ELSE l.acquired_at_ms END,
-                   holder = CASE WHEN l.expires_at_ms <= %1$s OR l.owner_token = p.o THEN p.h ELSE l.holder END,
-                   owner_token = CASE WHEN l.expires_at_ms <= %1$s OR l.owner_token = p.o
-                                      THEN p.o ELSE l.owner_token END,
-                   expires_at_ms = CASE WHEN l.expires_at_ms <= %1$s OR l.owner_token = p.o
-                                        THEN %1$s + p.ms ELSE l.expires_at_ms END
+                   fence = CASE WHEN %3$s THEN GREATEST(l.fence + 1, %2$s) ELSE l.fence END,
+                   acquired_at_ms = CASE WHEN %3$s THEN %1$s ELSE l.acquired_at_ms END,
+                   holder = CASE WHEN %3$s OR l.owner_token = p.o THEN p.h ELSE l.holder END,
+                   owner_token = CASE WHEN %3$s OR l.owner_token = p.o THEN p.o ELSE l.owner_token END,
+                   expires_at_ms = CASE WHEN %3$s OR l.owner_token = p.o THEN %1$s + p.ms ELSE l.expires_at_ms END
               WHEN NOT MATCHED THEN INSERT (lock_key, owner_token, fence, expires_at_ms, acquired_at_ms, holder)
                    VALUES (p.k, p.o, %2$s, %1$s + p.ms, %1$s, p.h))
-            """.formatted(NOW, NOW_MICROS);
+            """.formatted(NOW, NOW_MICROS, TAKE, QUEUE_GATE);
 
     /* renew: compare-and-extend. Only the unexpired owner's row gets expires_at_ms = now + lease_ms. */
     private static final String RENEW = """
@@ -57,11 +74,64 @@ final class H2Dialect {
                    expires_at_ms = %1$s + p.ms)
             """.formatted(NOW);
 
-    /* release: compare-and-free. Only the unexpired owner frees the row; the row and its fence stay. */
+    /*
+     * release: compare-and-free, handing the key to the first live waiter of its queue (s.ho, never
+     * the releaser) in the same statement: the releaser's unexpired row gets that waiter as owner,
+     * fence max(fence + 1, now_us) and expires_at_ms = the end of its place; with no live waiter the
+     * row is freed (owner NULL, expires_at_ms = now) and keeps its fence. The waiter's place is
+     * deleted when it takes the key (FORGET).
+     */
     private static final String RELEASE = """
-            UPDATE leasehold_lease SET owner_token = NULL, expires_at_ms = %1$s
-             WHERE lock_key = ? AND owner_token = ? AND expires_at_ms > %1$s
+            MERGE INTO leasehold_lease l
+            USING (SELECT p.k, p.o, h.owner_token AS ho, h.expires_at_ms AS he, h.holder AS hh
+                     FROM (VALUES (CAST(? AS VARCHAR(255)), CAST(? AS VARCHAR(128)))) AS p(k, o)
+                     LEFT JOIN (SELECT w.owner_token, w.expires_at_ms, w.holder FROM leasehold_waiter w
+                                 WHERE w.lock_key = CAST(? AS VARCHAR(255)) AND w.owner_token <> CAST(? AS VARCHAR(128))
+                                   AND w.expires_at_ms > %1$s
+                                 ORDER BY w.arrived_us, w.owner_token FETCH FIRST 1 ROW ONLY) h ON TRUE) s
+               ON l.lock_key = s.k AND l.owner_token = s.o AND l.expires_at_ms > %1$s
+            WHEN MATCHED THEN UPDATE SET
+                 fence = CASE WHEN s.ho IS NULL THEN l.fence ELSE GREATEST(l.fence + 1, %2$s) END,
+                 acquired_at_ms = CASE WHEN s.ho IS NULL THEN l.acquired_at_ms ELSE %1$s END,
+                 holder = CASE WHEN s.ho IS NULL THEN l.holder ELSE s.hh END,
+                 owner_token = s.ho,
+                 expires_at_ms = COALESCE(s.he, %1$s)
+            """.formatted(NOW, NOW_MICROS);
+
+    /*
+     * join: takes or keeps the caller's place in the key's queue: a new place (or one that had
+     * ended) arrives now, at the back; a live one keeps its arrival; it lives queue_ms from now.
+     */
+    private static final String JOIN = """
+            MERGE INTO leasehold_waiter w
+            USING (VALUES (CAST(? AS VARCHAR(255)), CAST(? AS VARCHAR(128)), CAST(? AS BIGINT),
+                           CAST(? AS VARCHAR(255)), CAST(? AS VARCHAR(32)))) AS p(k, o, ttl, h, wake)
+               ON w.lock_key = p.k AND w.owner_token = p.o
+            WHEN MATCHED THEN UPDATE SET
+                 arrived_us = CASE WHEN w.expires_at_ms > %1$s THEN w.arrived_us ELSE %2$s END,
+                 expires_at_ms = %1$s + p.ttl, holder = p.h, wake = p.wake
+            WHEN NOT MATCHED THEN INSERT (lock_key, owner_token, arrived_us, expires_at_ms, holder, wake)
+                 VALUES (p.k, p.o, %2$s, %1$s + p.ttl, p.h, p.wake)
+            """.formatted(NOW, NOW_MICROS);
+
+    /* position: live waiters ahead of the caller's place, not counting the key's holder. */
+    private static final String POSITION = """
+            SELECT COUNT(*) FROM leasehold_waiter w
+             WHERE w.lock_key = ? AND w.owner_token <> ? AND w.expires_at_ms > %1$s
+               AND w.arrived_us < (SELECT m.arrived_us FROM leasehold_waiter m WHERE m.lock_key = ? AND m.owner_token = ?)
+               AND NOT EXISTS (SELECT 1 FROM leasehold_lease l WHERE l.lock_key = w.lock_key
+                                  AND l.owner_token = w.owner_token)
             """.formatted(NOW);
+
+    /* cleanup: deletes the key's places that ended (expired, or their grant was released). */
+    private static final String CLEANUP = """
+            DELETE FROM leasehold_waiter WHERE lock_key = ? AND expires_at_ms <= %1$s
+            """.formatted(NOW);
+
+    /* forget: deletes the place of a caller that was just granted the key. */
+    private static final String FORGET = """
+            DELETE FROM leasehold_waiter WHERE lock_key = ? AND owner_token = ?
+            """;
 
     /*
      * force-release: frees an unexpired lease whoever holds it; the fence stays, and the holder
@@ -116,6 +186,12 @@ final class H2Dialect {
             null,
             DELETE_EXPIRED,
             ACCEPT_FENCE,
+            "KOMH",
+            "KOKO",
+            JOIN,
+            POSITION,
+            CLEANUP,
+            FORGET,
             false,
             false,
             true,

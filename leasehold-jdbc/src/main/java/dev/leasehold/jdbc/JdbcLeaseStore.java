@@ -84,6 +84,7 @@ public final class JdbcLeaseStore implements LeaseStore {
     private final AtomicBoolean warnedAboutCommits = new AtomicBoolean();
     private final ReentrantLock listenerLock = new ReentrantLock();
     private final Duration pollInterval;
+    private final WaiterQueue queue;
     private ReleaseFeed feed; // guarded by listenerLock
     private volatile boolean closed;
 
@@ -93,6 +94,11 @@ public final class JdbcLeaseStore implements LeaseStore {
         this.holder = builder.holder;
         this.notifications = builder.releaseNotifications;
         this.pollInterval = builder.pollInterval;
+        this.queue = new WaiterQueue(
+                builder.fairQueueTtl != null,
+                builder.fairQueueTtl != null ? builder.fairQueueTtl : WaiterQueue.DEFAULT_TTL,
+                builder.bargingBound,
+                builder.pollInterval);
     }
 
     /** A builder for a store on {@code dataSource}. */
@@ -109,12 +115,9 @@ public final class JdbcLeaseStore implements LeaseStore {
     public AcquireResult tryAcquire(LockKey key, String owner, Duration leaseFor) {
         checkOwner(key, owner);
         long millis = millis(leaseFor);
-        return execute("acquire", key, connection -> {
+        AcquireResult result = execute("acquire", key, connection -> {
             try (PreparedStatement statement = connection.prepareStatement(dialect.acquire())) {
-                statement.setString(1, key.render());
-                statement.setString(2, owner);
-                statement.setLong(3, millis);
-                statement.setString(4, holder);
+                bind(statement, dialect.acquireBinds(), key, owner, millis);
                 try (ResultSet row = statement.executeQuery()) {
                     if (!row.next()) {
                         // Created by another caller a moment ago; its expiry is not known yet.
@@ -129,6 +132,73 @@ public final class JdbcLeaseStore implements LeaseStore {
                 }
             }
         });
+        if (result instanceof AcquireResult.Busy busy) {
+            return refused(key, owner, busy);
+        }
+        if (queue.granted(owner) && dialect.forget() != null) {
+            // The grant ends the caller's place (PostgreSQL's acquire does it in its statement).
+            execute("acquire", key, connection -> {
+                try (PreparedStatement statement = connection.prepareStatement(dialect.forget())) {
+                    bind(statement, "KO", key, owner, 0);
+                    return statement.executeUpdate();
+                }
+            });
+        }
+        return result;
+    }
+
+    /**
+     * A refused caller: takes or renews its place in the key's queue when it is due one ({@link
+     * WaiterQueue}), and is told when to ask again.
+     */
+    private AcquireResult refused(LockKey key, String owner, AcquireResult.Busy busy) {
+        long now = System.nanoTime();
+        long holderNanos = busy.holderRemaining().toNanos();
+        WaiterQueue.Plan plan = queue.refused(owner, now, holderNanos);
+        if (!plan.queued()) {
+            return plan.waitNanos() == holderNanos ? busy : new AcquireResult.Busy(Duration.ofNanos(plan.waitNanos()));
+        }
+        long ahead = execute("queue", key, connection -> {
+            if (plan.fresh() && dialect.cleanup() != null) {
+                try (PreparedStatement statement = connection.prepareStatement(dialect.cleanup())) {
+                    statement.setString(1, key.render());
+                    statement.executeUpdate();
+                }
+            }
+            if (plan.join()) {
+                try (PreparedStatement statement = connection.prepareStatement(dialect.join())) {
+                    bind(statement, "KOTHW", key, owner, 0);
+                    statement.executeUpdate();
+                }
+            }
+            if (dialect.position() == null) {
+                return -1L;
+            }
+            try (PreparedStatement statement = connection.prepareStatement(dialect.position())) {
+                bind(statement, "KOKO", key, owner, 0);
+                try (ResultSet row = statement.executeQuery()) {
+                    return row.next() ? row.getLong(1) : 0L;
+                }
+            }
+        });
+        return new AcquireResult.Busy(Duration.ofNanos(queue.queuedWait(owner, now, plan, ahead)));
+    }
+
+    /** Binds a statement's parameters as its bind string says ({@link SqlDialect}). */
+    private void bind(PreparedStatement statement, String binds, LockKey key, String owner, long millis)
+            throws SQLException {
+        for (int i = 0; i < binds.length(); i++) {
+            int index = i + 1;
+            switch (binds.charAt(i)) {
+                case 'K' -> statement.setString(index, key.render());
+                case 'O' -> statement.setString(index, owner);
+                case 'M' -> statement.setLong(index, millis);
+                case 'H' -> statement.setString(index, holder);
+                case 'T' -> statement.setLong(index, queue.ttlMillis);
+                case 'W' -> statement.setString(index, queue.wake);
+                default -> throw new IllegalStateException("unknown parameter " + binds.charAt(i));
+            }
+        }
     }
 
     @Override
@@ -153,13 +223,13 @@ public final class JdbcLeaseStore implements LeaseStore {
     @Override
     public boolean release(LockKey key, String owner) {
         checkOwner(key, owner);
-        return execute("release", key, connection -> {
+        boolean released = execute("release", key, connection -> {
             try (PreparedStatement statement = connection.prepareStatement(dialect.release())) {
-                statement.setString(1, key.render());
-                statement.setString(2, owner);
+                bind(statement, dialect.releaseBinds(), key, owner, 0);
                 return changedOneRow(statement);
             }
         });
+        return released;
     }
 
     @Override
@@ -321,7 +391,7 @@ public final class JdbcLeaseStore implements LeaseStore {
             }
             if (feed == null) {
                 feed = dialect.database() == Database.POSTGRESQL
-                        ? new PostgresReleaseListener(dataSource)
+                        ? new PostgresReleaseListener(dataSource, queue.wake)
                         : new PolledReleaseWatcher(dataSource, dialect, pollInterval);
             }
             return feed;
@@ -494,6 +564,8 @@ public final class JdbcLeaseStore implements LeaseStore {
         private String holder;
         private boolean releaseNotifications = true;
         private Duration pollInterval = Duration.ofMillis(50);
+        private Duration fairQueueTtl;
+        private Duration bargingBound = WaiterQueue.DEFAULT_BARGING_BOUND;
 
         private Builder(DataSource dataSource) {
             this.dataSource = Objects.requireNonNull(dataSource, "dataSource is missing (null)");
@@ -537,6 +609,45 @@ public final class JdbcLeaseStore implements LeaseStore {
                 throw new IllegalArgumentException("holder must be 1 to 255 characters, was " + holder);
             }
             this.holder = holder;
+            return this;
+        }
+
+        /**
+         * Fair mode: waiters of every process queue in the database ({@code leasehold_waiter}, schema
+         * version 1.3) per key, in arrival order, and a release hands the key to the first live
+         * waiter in the same statement, waking only that waiter's store on PostgreSQL
+         * ({@code AbstractJdbcQueueTest#inFairModeTwoServicesAreServedInArrivalOrder}). A caller
+         * takes a place on its second ask with the same owner token, so a single try never holds up
+         * the queue ({@code #aSingleTryTakesNoPlace}); a place lives {@code queueTtl} after its
+         * owner last asked, so a waiter that crashed holds the key up for at most that long
+         * ({@code #aCrashedWaiterHoldsTheKeyUpForAtMostItsQueueTtl}). Without it the store still
+         * queues callers refused for longer than the {@link #bargingBound}.
+         *
+         * @param queueTtl 100 ms to 1 h
+         */
+        public Builder fairQueue(Duration queueTtl) {
+            Objects.requireNonNull(queueTtl, "queueTtl is missing (null)");
+            if (queueTtl.compareTo(Duration.ofMillis(100)) < 0 || queueTtl.compareTo(Duration.ofHours(1)) > 0) {
+                throw new IllegalArgumentException("fairQueue TTL must be between 100 ms and 1 h, was " + queueTtl);
+            }
+            this.fairQueueTtl = queueTtl;
+            return this;
+        }
+
+        /**
+         * Without fair mode: how long a caller may be refused before it takes a place in the key's
+         * waiter queue (default 50 ms, 1 ms to 1 min). Until then it may be overtaken ("barging",
+         * which keeps an uncontended or briefly contended key at one statement per acquire); after
+         * it, the key is handed to it in queue order, so waiters in other processes never starve
+         * ({@code AbstractJdbcQueueTest#everyProcessGetsItsShareOfOneKeyByDefault}). Places of the
+         * default mode live 2 s after their owner last asked.
+         */
+        public Builder bargingBound(Duration bound) {
+            Objects.requireNonNull(bound, "bound is missing (null)");
+            if (bound.toMillis() < 1 || bound.compareTo(Duration.ofMinutes(1)) > 0) {
+                throw new IllegalArgumentException("bargingBound must be 1 ms to 1 min, was " + bound);
+            }
+            this.bargingBound = bound;
             return this;
         }
 

@@ -19,11 +19,12 @@ public final class JdbcSchema {
 
     private JdbcSchema() {}
 
-    /** The scripts of this module, in version order (Flyway versions 1, 1.1, 1.2, ...). */
+    /** The scripts of this module, in version order (Flyway versions 1, 1.1, 1.2, 1.3, ...). */
     static final List<String> SCRIPTS = List.of(
             "V1__leasehold_tables.sql",
             "V1_1__leasehold_fence_owner_and_expiry_index.sql",
-            "V1_2__leasehold_exact_keys_and_owners.sql");
+            "V1_2__leasehold_exact_keys_and_owners.sql",
+            "V1_3__leasehold_waiter_queue.sql");
 
     /**
      * Creates the lease and fence tables if they do not exist, and brings them to this version

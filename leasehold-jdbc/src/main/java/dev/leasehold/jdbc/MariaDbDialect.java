@@ -4,11 +4,14 @@ package dev.leasehold.jdbc;
  * The lease SQL for MariaDB (10.5 and later): {@code INSERT ... ON DUPLICATE KEY UPDATE ...
  * RETURNING}.
  *
- * <p>No two lease statements can deadlock with each other: each one locks exactly one row, the
- * key's primary-key record, and asks for the exclusive lock at once (an upsert on a duplicate
- * primary key, or an update by primary key). None reads the row under a shared lock first and then
- * needs it exclusively, which is how two sessions deadlock on one row. Housekeeping finds its rows
- * with a non-locking read and deletes them by primary key, in key order.
+ * <p>Locks: every lease statement locks the key's lease row first, by primary key, asking for the
+ * exclusive lock at once (an upsert on a duplicate primary key, or an update by primary key); the
+ * acquire's queue gate and the release's hand-off then read the key's rows of the waiter queue.
+ * Queue statements (join, cleanup) lock waiter rows only. None reads the lease row under a shared
+ * lock first and then needs it exclusively, which is how two sessions deadlock on one row; a
+ * deadlock between a release and a queue cleanup over waiter rows is possible and the statement is
+ * run again (error 1213). Housekeeping finds its rows with a non-locking read and deletes them by
+ * primary key, in key order.
  *
  * <p>MariaDB applies the assignments of ON DUPLICATE KEY UPDATE left to right, each seeing the
  * columns already assigned. The acquire statement is ordered so that its grant condition (expired,
@@ -30,28 +33,46 @@ final class MariaDbDialect {
      */
     static final String NOW_MICROS = "TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6))";
 
+    /**
+     * The waiter queue's gate, with parameters (lock_key, owner, lock_key, owner): no live waiter of
+     * the key arrived before the caller's own live place (none at all when the caller has no place).
+     */
+    static final String QUEUE_GATE = """
+            NOT EXISTS (SELECT 1 FROM leasehold_waiter w
+                         WHERE w.lock_key = ? AND w.owner_token <> ? AND w.expires_at_ms > %1$s
+                           AND w.arrived_us < COALESCE((SELECT m.arrived_us FROM leasehold_waiter m
+                                                         WHERE m.lock_key = ? AND m.owner_token = ?
+                                                           AND m.expires_at_ms > %1$s),
+                                                       9223372036854775807))""".formatted(NOW);
+
     /*
      * acquire: grants lock_key to owner for lease_ms when the row
      *   - does not exist                           -> inserted, fence = now_us
-     *   - is free or expired (expires_at_ms <= now) -> taken over, fence = max(fence + 1, now_us)
-     *   - is held by the same owner, unexpired      -> extended, fence kept
+     *   - is free or expired (expires_at_ms <= now) and the queue's gate lets the caller through
+     *     (QUEUE_GATE: it is the first live waiter, or none is queued; or the expired lease was
+     *     its own)
+     *                                               -> taken over, fence = max(fence + 1, now_us)
+     *   - is held by the same owner, unexpired      -> extended, fence kept (also a lease that a
+     *     release handed to this waiter)
      * and otherwise leaves every column as it was. RETURNING gives the row as left: another owner in
      * it means busy, with that owner's expires_at_ms. VALUES(fence) is the statement's now_us.
+     * The take-over decision is made once, in the first assignment, into the session variable
+     * @leasehold_take (a subquery cannot read VALUES(), so the gate's parameters are bound).
      */
     private static final String ACQUIRE = """
             INSERT INTO leasehold_lease (lock_key, owner_token, fence, expires_at_ms, acquired_at_ms, holder)
             VALUES (?, ?, %2$s, %1$s + ?, %1$s, ?)
             ON DUPLICATE KEY UPDATE
-                fence = IF(expires_at_ms <= VALUES(acquired_at_ms), GREATEST(fence + 1, VALUES(fence)), fence),
-                acquired_at_ms = IF(expires_at_ms <= VALUES(acquired_at_ms), VALUES(acquired_at_ms), acquired_at_ms),
-                holder = IF(expires_at_ms <= VALUES(acquired_at_ms) OR owner_token = VALUES(owner_token),
-                            VALUES(holder), holder),
-                owner_token = IF(expires_at_ms <= VALUES(acquired_at_ms) OR owner_token = VALUES(owner_token),
-                                 VALUES(owner_token), owner_token),
-                expires_at_ms = IF(expires_at_ms <= VALUES(acquired_at_ms) OR owner_token = VALUES(owner_token),
+                fence = IF(@leasehold_take := (expires_at_ms <= VALUES(acquired_at_ms)
+                                              AND (owner_token <=> VALUES(owner_token) OR %3$s)),
+                           GREATEST(fence + 1, VALUES(fence)), fence),
+                acquired_at_ms = IF(@leasehold_take, VALUES(acquired_at_ms), acquired_at_ms),
+                holder = IF(@leasehold_take OR owner_token = VALUES(owner_token), VALUES(holder), holder),
+                owner_token = IF(@leasehold_take OR owner_token = VALUES(owner_token), VALUES(owner_token), owner_token),
+                expires_at_ms = IF(@leasehold_take OR owner_token = VALUES(owner_token),
                                    VALUES(expires_at_ms), expires_at_ms)
             RETURNING owner_token, fence, expires_at_ms, %1$s AS now_ms
-            """.formatted(NOW, NOW_MICROS);
+            """.formatted(NOW, NOW_MICROS, QUEUE_GATE);
 
     /*
      * renew: compare-and-extend as an upsert on the primary key, which takes the row's exclusive
@@ -67,10 +88,67 @@ final class MariaDbDialect {
             RETURNING owner_token, fence, expires_at_ms, %1$s AS now_ms
             """.formatted(NOW, NOW_MICROS);
 
-    /* release: compare-and-free by primary key. Only the unexpired owner frees the row; the row and its fence stay. */
+    /*
+     * release: compare-and-free by primary key, handing the key to the first live waiter of its
+     * queue in the same statement. One multi-table UPDATE:
+     *   - h  the head live waiter (arrival order), never the releaser; a derived table, materialized
+     *     (ORDER BY ... LIMIT), read before any row changes;
+     *   - l  the releaser's unexpired row: h becomes its owner with fence max(fence + 1, now_us) and
+     *     expires_at_ms = the end of h's place (a waiter that stopped asking holds the key no longer
+     *     than its queue TTL allowed); with no h it is freed (owner NULL, expires_at_ms = now) and
+     *     keeps its fence;
+     *   - m  the releaser's own place, if it still has one, ends (expires_at_ms = 0); a caller's
+     *     place is otherwise deleted when it takes the key (FORGET).
+     * Update count 0: not released.
+     */
     private static final String RELEASE = """
-            UPDATE leasehold_lease SET owner_token = NULL, expires_at_ms = %1$s
-             WHERE lock_key = ? AND owner_token = ? AND expires_at_ms > %1$s
+            UPDATE leasehold_lease l
+              LEFT JOIN (SELECT w.owner_token, w.expires_at_ms, w.holder FROM leasehold_waiter w
+                          WHERE w.lock_key = ? AND w.owner_token <> ? AND w.expires_at_ms > %1$s
+                          ORDER BY w.arrived_us, w.owner_token LIMIT 1) h ON 1 = 1
+              LEFT JOIN leasehold_waiter m ON m.lock_key = l.lock_key AND m.owner_token = l.owner_token
+               SET l.fence = IF(h.owner_token IS NULL, l.fence, GREATEST(l.fence + 1, %2$s)),
+                   l.acquired_at_ms = IF(h.owner_token IS NULL, l.acquired_at_ms, %1$s),
+                   l.holder = IF(h.owner_token IS NULL, l.holder, h.holder),
+                   l.owner_token = h.owner_token,
+                   l.expires_at_ms = COALESCE(h.expires_at_ms, %1$s),
+                   m.expires_at_ms = 0
+             WHERE l.lock_key = ? AND l.owner_token = ? AND l.expires_at_ms > %1$s
+            """.formatted(NOW, NOW_MICROS);
+
+    /*
+     * join: takes or keeps the caller's place in the key's queue: a new place (or one that had
+     * ended) arrives now, at the back; a live one keeps its arrival. Either way it lives queue_ms
+     * from now. arrived_us is assigned first, reading the old expires_at_ms.
+     */
+    private static final String JOIN = """
+            INSERT INTO leasehold_waiter (lock_key, owner_token, arrived_us, expires_at_ms, holder, wake)
+            VALUES (?, ?, %2$s, %1$s + ?, ?, ?)
+            ON DUPLICATE KEY UPDATE
+                arrived_us = IF(expires_at_ms > VALUES(arrived_us) DIV 1000, arrived_us, VALUES(arrived_us)),
+                expires_at_ms = VALUES(expires_at_ms), holder = VALUES(holder), wake = VALUES(wake)
+            """.formatted(NOW, NOW_MICROS);
+
+    /*
+     * position: how many live waiters are ahead of the caller's place, not counting the key's
+     * holder (a waiter handed the key keeps its place until it releases).
+     */
+    static final String POSITION = """
+            SELECT COUNT(*) FROM leasehold_waiter w
+             WHERE w.lock_key = ? AND w.owner_token <> ? AND w.expires_at_ms > %1$s
+               AND w.arrived_us < (SELECT m.arrived_us FROM leasehold_waiter m WHERE m.lock_key = ? AND m.owner_token = ?)
+               AND NOT EXISTS (SELECT 1 FROM leasehold_lease l WHERE l.lock_key = w.lock_key
+                                  AND l.owner_token = w.owner_token)
+            """.formatted(NOW);
+
+    /* forget: deletes the place of a caller that was just granted the key. */
+    static final String FORGET = """
+            DELETE FROM leasehold_waiter WHERE lock_key = ? AND owner_token = ?
+            """;
+
+    /* cleanup: deletes the key's places that ended (expired, or their grant was released). */
+    static final String CLEANUP = """
+            DELETE FROM leasehold_waiter WHERE lock_key = ? AND expires_at_ms <= %1$s
             """.formatted(NOW);
 
     /*
@@ -136,6 +214,12 @@ final class MariaDbDialect {
             EXPIRED_KEYS,
             DELETE_EXPIRED,
             ACCEPT_FENCE,
+            "KOMHKOKO",
+            "KOKO",
+            JOIN,
+            POSITION,
+            CLEANUP,
+            FORGET,
             false,
             false,
             false,

@@ -19,6 +19,18 @@ final class PostgresDialect {
     /** The channel release and force-release notify (payload {@code r:<fence>:<key>} or {@code f:<fence>:<key>}). */
     static final String CHANNEL = "leasehold_release";
 
+    /**
+     * The waiter queue's gate, over the acquire's parameters {@code p}: no live waiter of the key
+     * arrived before the caller's own live place (none at all when the caller has no place).
+     */
+    static final String QUEUE_GATE = """
+            NOT EXISTS (SELECT 1 FROM leasehold_waiter w
+                         WHERE w.lock_key = p.k AND w.owner_token <> p.o AND w.expires_at_ms > p.now_ms
+                           AND w.arrived_us < COALESCE((SELECT m.arrived_us FROM leasehold_waiter m
+                                                         WHERE m.lock_key = p.k AND m.owner_token = p.o
+                                                           AND m.expires_at_ms > p.now_ms),
+                                                       9223372036854775807))""";
+
     /*
      * acquire: ONE statement that grants lock_key to owner for lease_ms when the row
      *   - is free or expired (expires_at_ms <= now)  -> taken over, fence = max(fence + 1, now_us)  (step 1)
@@ -33,6 +45,11 @@ final class PostgresDialect {
      * 2. Only if step 1 took nothing, INSERT ... ON CONFLICT DO NOTHING: of concurrent first
      *    acquires one inserts, the others find its row and get nothing.
      * 3. Neither: the row as the statement's snapshot saw it, marked not granted.
+     *
+     * A free or expired row is taken only through the queue's gate (QUEUE_GATE): no live waiter is
+     * queued for the key ahead of the caller (the caller is the first live waiter, or none is
+     * queued). One index probe of leasehold_waiter when nobody waits. A grant deletes the
+     * caller's place (gone).
      */
     private static final String ACQUIRE = """
             WITH p AS (SELECT CAST(? AS VARCHAR(255)) AS k, CAST(? AS VARCHAR(128)) AS o,
@@ -46,19 +63,23 @@ final class PostgresDialect {
                                            THEN l.acquired_at_ms ELSE p.now_ms END,
                      owner_token = p.o, expires_at_ms = p.now_ms + p.ms, holder = p.h
                 FROM p
-               WHERE l.lock_key = p.k AND (l.expires_at_ms <= p.now_ms OR l.owner_token = p.o)
+               WHERE l.lock_key = p.k AND ((l.expires_at_ms <= p.now_ms AND %3$s) OR l.owner_token = p.o)
               RETURNING l.owner_token, l.fence, l.expires_at_ms, p.now_ms),
             created AS (
               INSERT INTO leasehold_lease (lock_key, owner_token, fence, expires_at_ms, acquired_at_ms, holder)
               SELECT p.k, p.o, p.now_us, p.now_ms + p.ms, p.now_ms, p.h FROM p
-               WHERE NOT EXISTS (SELECT 1 FROM taken)
+               WHERE NOT EXISTS (SELECT 1 FROM taken) AND %3$s
               ON CONFLICT (lock_key) DO NOTHING
-              RETURNING owner_token, fence, expires_at_ms, (SELECT now_ms FROM p))
+              RETURNING owner_token, fence, expires_at_ms, (SELECT now_ms FROM p)),
+            gone AS (
+              DELETE FROM leasehold_waiter w USING p
+               WHERE w.lock_key = p.k AND w.owner_token = p.o
+                 AND (EXISTS (SELECT 1 FROM taken) OR EXISTS (SELECT 1 FROM created)))
             SELECT t.*, TRUE FROM taken t
             UNION ALL SELECT c.*, TRUE FROM created c
             UNION ALL SELECT l.owner_token, l.fence, l.expires_at_ms, p.now_ms, FALSE FROM leasehold_lease l, p
              WHERE l.lock_key = p.k AND NOT EXISTS (SELECT 1 FROM taken) AND NOT EXISTS (SELECT 1 FROM created)
-            """.formatted(NOW, NOW_MICROS);
+            """.formatted(NOW, NOW_MICROS, QUEUE_GATE);
 
     /* renew: compare-and-extend. Only the unexpired owner's row gets expires_at_ms = now + lease_ms. */
     private static final String RENEW = """
@@ -71,20 +92,57 @@ final class PostgresDialect {
             """.formatted(NOW);
 
     /*
-     * release: compare-and-free, and in the same statement (so the same transaction) a notification
-     * naming the ended grant. Only the unexpired owner frees the row; the row and its fence stay.
+     * release: compare-and-free, handing the key to the first live waiter of its queue in the same
+     * statement (so the same transaction), and a notification:
+     *   - h  the head live waiter (arrival order), never the releaser itself;
+     *   - freed: the releaser's unexpired row gets h as owner, fence max(fence + 1, now_us) and
+     *     expires_at_ms = the end of h's place (a waiter that stopped asking holds the key no longer
+     *     than its queue TTL allowed); with no h, the row is freed (owner NULL, expires_at_ms = now)
+     *     and keeps its fence;
+     *   - gone: the releaser's own place and the key's expired places are deleted;
+     *   - the notification names the ended grant: 'r:<fence>:<key>' when freed, or, handed over,
+     *     'h:<ended fence>:<h's store>:<key>', which only h's store passes to its waiters.
      * A notification is delivered when the statement commits, never for a release that rolled back.
      */
     private static final String RELEASE = """
-            WITH c AS (SELECT %1$s AS now_ms),
+            WITH p AS (SELECT CAST(? AS VARCHAR(255)) AS k, CAST(? AS VARCHAR(128)) AS o, %1$s AS now_ms,
+                              %2$s AS now_us),
+            h AS (SELECT w.owner_token, w.expires_at_ms, w.holder, w.wake FROM leasehold_waiter w, p
+                   WHERE w.lock_key = p.k AND w.owner_token <> p.o AND w.expires_at_ms > p.now_ms
+                   ORDER BY w.arrived_us, w.owner_token LIMIT 1),
+            ended AS (SELECT l.fence FROM leasehold_lease l, p WHERE l.lock_key = p.k),
             freed AS (
-              UPDATE leasehold_lease l SET owner_token = NULL, expires_at_ms = c.now_ms
-                FROM c
-               WHERE l.lock_key = CAST(? AS VARCHAR(255)) AND l.owner_token = CAST(? AS VARCHAR(128))
-                 AND l.expires_at_ms > c.now_ms
-              RETURNING l.lock_key, l.fence)
-            SELECT f.fence, pg_notify('%2$s', 'r:' || f.fence || ':' || f.lock_key) FROM freed f
-            """.formatted(NOW, CHANNEL);
+              UPDATE leasehold_lease l
+                 SET owner_token = h.owner_token,
+                     fence = CASE WHEN h.owner_token IS NULL THEN l.fence ELSE GREATEST(l.fence + 1, p.now_us) END,
+                     expires_at_ms = COALESCE(h.expires_at_ms, p.now_ms),
+                     acquired_at_ms = CASE WHEN h.owner_token IS NULL THEN l.acquired_at_ms ELSE p.now_ms END,
+                     holder = CASE WHEN h.owner_token IS NULL THEN l.holder ELSE h.holder END
+                FROM p LEFT JOIN h ON TRUE
+               WHERE l.lock_key = p.k AND l.owner_token = p.o AND l.expires_at_ms > p.now_ms
+              RETURNING l.lock_key, l.fence, l.owner_token),
+            gone AS (
+              DELETE FROM leasehold_waiter w USING p, freed f
+               WHERE w.lock_key = p.k AND (w.owner_token = p.o OR w.expires_at_ms <= p.now_ms))
+            SELECT f.fence, pg_notify('%3$s', CASE WHEN f.owner_token IS NULL
+                                              THEN 'r:' || f.fence || ':' || f.lock_key
+                                              ELSE 'h:' || (SELECT fence FROM ended) || ':' || h.wake || ':' || f.lock_key
+                                              END)
+              FROM freed f LEFT JOIN h ON TRUE
+            """.formatted(NOW, NOW_MICROS, CHANNEL);
+
+    /*
+     * join: takes or keeps the caller's place in the key's queue: a new place (or one that had
+     * expired) arrives now, at the back; a live one keeps its arrival. Either way it lives queue_ms
+     * from now.
+     */
+    private static final String JOIN = """
+            INSERT INTO leasehold_waiter AS w (lock_key, owner_token, arrived_us, expires_at_ms, holder, wake)
+            VALUES (?, ?, %2$s, %1$s + CAST(? AS BIGINT), ?, ?)
+            ON CONFLICT (lock_key, owner_token) DO UPDATE SET
+                arrived_us = CASE WHEN w.expires_at_ms > %1$s THEN w.arrived_us ELSE EXCLUDED.arrived_us END,
+                expires_at_ms = EXCLUDED.expires_at_ms, holder = EXCLUDED.holder, wake = EXCLUDED.wake
+            """.formatted(NOW, NOW_MICROS);
 
     /* force-release: frees an unexpired lease whoever holds it, and notifies; the fence stays. */
     private static final String FORCE_RELEASE = """
@@ -149,6 +207,12 @@ final class PostgresDialect {
             null,
             DELETE_EXPIRED,
             ACCEPT_FENCE,
+            "KOMH",
+            "KO",
+            JOIN,
+            null,
+            null,
+            null,
             true,
             true,
             true,

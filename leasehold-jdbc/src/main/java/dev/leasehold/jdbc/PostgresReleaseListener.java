@@ -37,8 +37,11 @@ final class PostgresReleaseListener extends FeedThread implements ReleaseFeed {
     private boolean listening; // guarded by lock
     private SQLException lastFailure; // guarded by lock
 
-    PostgresReleaseListener(DataSource dataSource) {
+    private final String wake;
+
+    PostgresReleaseListener(DataSource dataSource, String wake) {
         this.dataSource = dataSource;
+        this.wake = wake;
     }
 
     @Override
@@ -132,11 +135,26 @@ final class PostgresReleaseListener extends FeedThread implements ReleaseFeed {
         setListening(false, null);
     }
 
-    /** A payload {@code r:<fence>:<key>} or {@code f:<fence>:<key>}. */
+    /**
+     * A payload {@code r:<fence>:<key>} or {@code f:<fence>:<key>}, or a hand-off {@code
+     * h:<fence>:<store>:<key>}, passed on only by the store of the waiter it was handed to.
+     */
     private void dispatch(String payload) {
         int second = payload == null ? -1 : payload.indexOf(':', 2);
         if (second < 0) {
             return;
+        }
+        if (payload.startsWith("h:")) {
+            int third = payload.indexOf(':', second + 1);
+            if (third < 0) {
+                return;
+            }
+            boolean mine = third - second - 1 == wake.length() && payload.startsWith(wake, second + 1);
+            if (!mine) {
+                return; // handed to a waiter of another store
+            }
+            payload = "r:" + payload.substring(2, second) + payload.substring(third);
+            second = payload.indexOf(':', 2);
         }
         boolean forced = payload.startsWith("f:");
         long fence;

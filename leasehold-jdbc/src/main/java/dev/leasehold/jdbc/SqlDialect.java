@@ -1,19 +1,32 @@
 package dev.leasehold.jdbc;
 
 /**
- * The SQL of every lease operation for one database. Each lease operation is ONE atomic statement,
- * and every dialect binds the same parameters in the same order:
+ * The SQL of every lease operation for one database. Each lease operation is ONE atomic statement.
+ * Statements whose parameters differ between dialects say which they bind in a bind string, one
+ * letter per parameter ({@code K} lock_key, {@code O} owner, {@code M} lease_ms, {@code H} holder,
+ * {@code T} queue TTL ms, {@code W} the waiting store's wake id); the others bind the same
+ * parameters in the same order:
  *
  * <ul>
- *   <li>{@code acquire}: (lock_key, owner, lease_ms, holder) returns (owner_token, fence,
+ *   <li>{@code acquire} ({@link #acquireBinds}, starting K O M H) returns (owner_token, fence,
  *       expires_at_ms, now_ms[, granted]) for the row: the grant, or the holder's row when busy;
- *       no row means busy with the holder unknown (it was created a moment ago);
+ *       no row means busy with the holder unknown (it was created a moment ago). A free or
+ *       expired row is granted only through the waiter queue's gate: the caller is the first live
+ *       waiter of the key, or none is queued;
  *   <li>{@code renew}: (lock_key, owner, lease_ms) returns (owner_token, fence, expires_at_ms,
  *       now_ms); renewed only if owner_token is the caller's;
- *   <li>{@code release}: (lock_key, owner), {@code forceRelease}: (lock_key): rows of the ended
- *       grant (fence) when {@link #releaseReturnsRows()}, otherwise update counts. A released row
- *       keeps its fence, loses its owner and gets {@code expires_at_ms = now_ms}, so retention
- *       counts from the release;
+ *   <li>{@code release} ({@link #releaseBinds}), {@code forceRelease}: (lock_key): rows of the
+ *       ended grant (fence) when {@link #releaseReturnsRows()}, otherwise update counts (0: not
+ *       released). A release hands the key to the first live waiter of its queue in the same
+ *       statement (owner = the waiter, fence max(fence + 1, now_us), expires_at_ms = the end of
+ *       the waiter's place); with none, the released row keeps its fence, loses its owner and gets
+ *       {@code expires_at_ms = now_ms}, so retention counts from the release. A force-release
+ *       frees the row and hands nothing over;
+ *   <li>{@code join}: (K O T H W) takes or keeps the caller's place in the key's queue;
+ *       {@code position} (K O K O, null where waiters are woken by notifications) returns how many
+ *       live waiters are ahead; {@code cleanup} (K, or null) deletes the key's ended places;
+ *       {@code forget} (K O, or null where the acquire does it) deletes the place of a caller just
+ *       granted the key;
  *   <li>{@code inspect}: (lock_key) returns (owner_token, fence, expires_at_ms, now_ms), no row if free;
  *   <li>{@code list}: (like_pattern, limit) returns (lock_key, owner_token, fence, expires_at_ms, now_ms)
  *       of unexpired leases, {@code !} escaping the pattern;
@@ -49,6 +62,12 @@ record SqlDialect(
         String expiredKeys,
         String deleteExpired,
         String acceptFence,
+        String acquireBinds,
+        String releaseBinds,
+        String join,
+        String position,
+        String cleanup,
+        String forget,
         boolean acquireReportsGranted,
         boolean releaseReturnsRows,
         boolean autoCommitSwitchIsLocal,

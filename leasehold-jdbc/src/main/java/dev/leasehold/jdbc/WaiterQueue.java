@@ -1,0 +1,152 @@
+package dev.leasehold.jdbc;
+
+import java.time.Duration;
+import java.util.HexFormat;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * This store's side of the waiter queue ({@code leasehold_waiter}): which owner tokens were told
+ * "busy", since when, and which of them hold a place; when a refused caller takes a place; and how
+ * long it should wait before asking again.
+ *
+ * <p>A caller takes a place when it asks again with the same owner token (the lock service asks
+ * with one token for every attempt of a wait): in fair mode on its second ask, by default once it
+ * has been refused for longer than the barging bound. A single try asks once and so never takes a
+ * place. A place lives {@link #ttlMillis} after the caller last asked; while queued the caller is
+ * told to ask again well within that.
+ *
+ * <p>How long a queued caller waits before asking again is told through the busy answer's holder
+ * time (the lock service never sleeps past it): the head of the queue asks again within a
+ * millisecond at first, slowing down to the release poll interval while the key stays held, so a
+ * hand-off is taken at once where no notification tells the waiter (MariaDB, H2); a waiter further
+ * back waits about two milliseconds per waiter ahead; on PostgreSQL, whose hand-off notification
+ * wakes the waiter, a queued waiter asks again once per release poll interval (50 ms), which keeps
+ * its place alive and bounds what a late notification costs.
+ */
+final class WaiterQueue {
+
+    /** The queue TTL without fair mode. */
+    static final Duration DEFAULT_TTL = Duration.ofSeconds(2);
+
+    /** How long a caller is refused before it takes a place, without fair mode. */
+    static final Duration DEFAULT_BARGING_BOUND = Duration.ofMillis(50);
+
+    private static final long STEP_NANOS = TimeUnit.MILLISECONDS.toNanos(2);
+    private static final int MEMORY = 4096;
+
+    /** This store instance, named in its places so that a hand-off notification wakes only it. */
+    final String wake;
+
+    final boolean fair;
+    final long ttlMillis;
+    private final long ttlNanos;
+    private final long boundNanos;
+    private final long pollNanos;
+    private final ConcurrentHashMap<String, Asked> asked = new ConcurrentHashMap<>();
+
+    private final AtomicLong lastPurge = new AtomicLong(System.nanoTime());
+
+    /** A refused owner: when it was first refused, and when its place was last renewed (0: none). */
+    private static final class Asked {
+        final long firstRefused;
+        long refreshed; // guarded by this
+        long headSince; // guarded by this; 0 unless last seen at the head
+
+        Asked(long firstRefused) {
+            this.firstRefused = firstRefused;
+        }
+
+        synchronized long lastRefresh() {
+            return refreshed;
+        }
+    }
+
+    /** What to do after a refusal: take or renew the place ({@code join}), and whether it is new. */
+    record Plan(boolean queued, boolean join, boolean fresh, long waitNanos) {}
+
+    WaiterQueue(boolean fair, Duration ttl, Duration bargingBound, Duration pollInterval) {
+        byte[] id = new byte[8];
+        ThreadLocalRandom.current().nextBytes(id);
+        this.wake = HexFormat.of().formatHex(id);
+        this.fair = fair;
+        this.ttlMillis = ttl.toMillis();
+        this.ttlNanos = ttl.toNanos();
+        this.boundNanos = bargingBound.toNanos();
+        this.pollNanos = pollInterval.toNanos();
+    }
+
+    /** The owner was granted the key: whether it had a place in the queue (which its grant ends). */
+    boolean granted(String owner) {
+        Asked a = asked.remove(owner);
+        return a != null && a.lastRefresh() != 0;
+    }
+
+    /**
+     * The owner was refused, with the holder's remaining time: whether and how it queues. The first
+     * refusal carries the holder's real time, except in fair mode, where the caller is told to ask
+     * again at once, to take its place. Without fair mode a later refusal tells it to come back by
+     * the end of the barging bound, when it takes its place; a release that frees the key wakes it
+     * sooner. A hand-off wakes only the store of the waiter it went to.
+     */
+    Plan refused(String owner, long now, long holderNanos) {
+        Asked a = asked.get(owner);
+        if (a == null) {
+            purgeIfFull(now);
+            asked.putIfAbsent(owner, new Asked(now));
+            return new Plan(false, false, false, fair ? 0 : holderNanos);
+        }
+        synchronized (a) {
+            long refusedFor = now - a.firstRefused;
+            if (a.refreshed == 0 && !fair && refusedFor < boundNanos) {
+                return new Plan(false, false, false, Math.min(holderNanos, boundNanos - refusedFor));
+            }
+            boolean fresh = a.refreshed == 0;
+            boolean join = fresh || now - a.refreshed > ttlNanos / 4;
+            if (join) {
+                a.refreshed = now;
+            }
+            return new Plan(true, join, fresh, Math.min(holderNanos, ttlNanos / 3));
+        }
+    }
+
+    /**
+     * How long a queued owner waits before asking again, given how many live waiters are ahead of
+     * it ({@code -1}: not known, the waiter is woken by a notification).
+     */
+    long queuedWait(String owner, long now, Plan plan, long ahead) {
+        if (ahead < 0) {
+            // Woken by the hand-off's notification; a late or lost one costs one poll interval at most.
+            return Math.min(plan.waitNanos(), pollNanos);
+        }
+        Asked a = asked.get(owner);
+        if (ahead > 0 || a == null) {
+            if (a != null) {
+                synchronized (a) {
+                    a.headSince = 0;
+                }
+            }
+            return Math.min(plan.waitNanos(), Math.max(1, ahead) * STEP_NANOS);
+        }
+        long asHead;
+        synchronized (a) {
+            if (a.headSince == 0) {
+                a.headSince = now;
+            }
+            asHead = now - a.headSince;
+        }
+        // At the head: at once at first, then slower while the key stays held, up to the poll interval.
+        return Math.min(plan.waitNanos(), Math.min(pollNanos, asHead / 4));
+    }
+
+    private void purgeIfFull(long now) {
+        long last = lastPurge.get();
+        if (asked.size() >= MEMORY && now - last > ttlNanos / 4 && lastPurge.compareAndSet(last, now)) {
+            // single tries that never came back, waits given up: forget those older than a queue TTL
+            long horizon = Math.max(ttlNanos, boundNanos) * 2;
+            asked.values().removeIf(a -> now - Math.max(a.firstRefused, a.lastRefresh()) > horizon);
+        }
+    }
+}

@@ -1,0 +1,416 @@
+package dev.leasehold.jdbc;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import com.zaxxer.hikari.HikariDataSource;
+import dev.leasehold.Lease;
+import dev.leasehold.LeaseOptions;
+import dev.leasehold.LockKey;
+import dev.leasehold.LockService;
+import dev.leasehold.testkit.TestServices;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.UUID;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.UnaryOperator;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Many processes on one key: each "process" is its own pool, {@link JdbcLeaseStore} and {@link
+ * LockService}, as separate JVMs would have. Waiters of every process get the key (the waiter
+ * queue and the hand-off at release), in both the default mode and the fair mode.
+ */
+abstract class AbstractJdbcQueueTest {
+
+    protected abstract TestServices.JdbcEndpoint endpoint();
+
+    protected abstract Database database();
+
+    private final List<AutoCloseable> resources = new ArrayList<>();
+    private HikariDataSource admin;
+    private String namespace;
+
+    @BeforeEach
+    void namespace() {
+        namespace = "lq-" + UUID.randomUUID().toString().substring(0, 8);
+    }
+
+    @AfterEach
+    void closeAll() throws Exception {
+        for (int i = resources.size() - 1; i >= 0; i--) {
+            resources.get(i).close();
+        }
+        resources.clear();
+        admin = null;
+    }
+
+    protected LockKey key(String id) {
+        return LockKey.of(namespace, id);
+    }
+
+    /** A process's pool, with the schema created. */
+    protected HikariDataSource pool() {
+        TestServices.JdbcEndpoint endpoint = endpoint();
+        HikariDataSource pool =
+                AbstractJdbcLeaseStoreTest.pool(endpoint.url(), endpoint.user(), endpoint.password(), database(), null);
+        resources.add(pool);
+        return pool;
+    }
+
+    /** A process's store on a pool of its own. */
+    protected JdbcLeaseStore store(UnaryOperator<JdbcLeaseStore.Builder> settings) {
+        JdbcLeaseStore store = settings.apply(JdbcLeaseStore.builder(pool()).database(database()))
+                .build();
+        resources.add(store);
+        return store;
+    }
+
+    /** A process: its own pool, store and lock service. */
+    protected LockService service(UnaryOperator<JdbcLeaseStore.Builder> settings) {
+        LockService service = LockService.builder(store(settings)).build();
+        resources.add(service::close);
+        return service;
+    }
+
+    /**
+     * 8 processes with 8 threads each on ONE key, 1 ms critical section, until 400 grants in all:
+     * every process gets between half and one and a half times its share, and each takes the key
+     * over from another process at least once (the releaser re-acquiring at once no longer starves the others). One
+     * holder at a time, fences strictly increasing in grant order.
+     */
+    @Test
+    void everyProcessGetsItsShareOfOneKeyByDefault() throws Exception {
+        assertEveryProcessGetsItsShare(b -> b);
+    }
+
+    protected void assertEveryProcessGetsItsShare(UnaryOperator<JdbcLeaseStore.Builder> settings) throws Exception {
+        int processes = 8;
+        int threads = 8;
+        int total = 400;
+        LockKey key = key("one");
+        List<LockService> services = new ArrayList<>();
+        for (int p = 0; p < processes; p++) {
+            services.add(service(settings));
+        }
+        LeaseOptions options = LeaseOptions.builder()
+                .leaseFor(Duration.ofSeconds(30))
+                .waitFor(Duration.ofSeconds(60))
+                .build();
+        AtomicInteger grants = new AtomicInteger();
+        AtomicInteger inside = new AtomicInteger();
+        AtomicInteger maxInside = new AtomicInteger();
+        AtomicInteger lastProcess = new AtomicInteger(-1);
+        AtomicLong lastFence = new AtomicLong(Long.MIN_VALUE);
+        AtomicInteger fenceViolations = new AtomicInteger();
+        int[] perProcess = new int[processes];
+        int[] takenOver = new int[processes];
+        ExecutorService pool = Executors.newFixedThreadPool(processes * threads);
+        try {
+            List<Future<?>> done = new ArrayList<>();
+            for (int p = 0; p < processes; p++) {
+                int process = p;
+                LockService service = services.get(p);
+                for (int t = 0; t < threads; t++) {
+                    done.add(pool.submit(() -> {
+                        while (grants.get() < total) {
+                            try (Lease lease = service.acquire(key, options)) {
+                                maxInside.accumulateAndGet(inside.incrementAndGet(), Math::max);
+                                if (lease.fence() <= lastFence.getAndSet(lease.fence())) {
+                                    fenceViolations.incrementAndGet();
+                                }
+                                synchronized (perProcess) {
+                                    perProcess[process]++;
+                                    if (lastProcess.getAndSet(process) != process) {
+                                        takenOver[process]++;
+                                    }
+                                }
+                                grants.incrementAndGet();
+                                Thread.sleep(1); // the critical section's work
+                                inside.decrementAndGet();
+                            }
+                        }
+                        return null;
+                    }));
+                }
+            }
+            for (Future<?> f : done) {
+                f.get(120, TimeUnit.SECONDS);
+            }
+        } finally {
+            pool.shutdownNow();
+        }
+        int sum = 0;
+        for (int n : perProcess) {
+            sum += n;
+        }
+        assertThat(maxInside.get()).as("holders at once").isEqualTo(1);
+        assertThat(fenceViolations.get())
+                .as("grants whose fence was not above the last")
+                .isZero();
+        String shares = java.util.Arrays.toString(perProcess);
+        int share = sum / processes;
+        assertThat(java.util.Arrays.stream(perProcess).min().orElseThrow())
+                .as("fewest grants of a process, of %d: %s", sum, shares)
+                .isGreaterThanOrEqualTo(share / 2);
+        assertThat(java.util.Arrays.stream(perProcess).max().orElseThrow())
+                .as("most grants of a process, of %d: %s", sum, shares)
+                .isLessThanOrEqualTo(share * 3 / 2);
+        assertThat(java.util.Arrays.stream(takenOver).min().orElseThrow())
+                .as("fewest take-overs from another process: %s", java.util.Arrays.toString(takenOver))
+                .isPositive();
+    }
+
+    /** The same in fair mode: every process gets its share. */
+    @Test
+    void everyProcessGetsItsShareOfOneKeyInFairMode() throws Exception {
+        assertEveryProcessGetsItsShare(b -> b.fairQueue(Duration.ofSeconds(2)));
+    }
+
+    /**
+     * Fair mode across two lock services: B queues first, then C; when A releases, the key goes to
+     * B (handed over in the release), and only after B's release to C.
+     */
+    @Test
+    void inFairModeTwoServicesAreServedInArrivalOrder() throws Exception {
+        UnaryOperator<JdbcLeaseStore.Builder> fair = b -> b.fairQueue(Duration.ofSeconds(5));
+        LockKey key = key("ordered");
+        LockService a = service(fair);
+        LockService b = service(fair);
+        LockService c = service(fair);
+        LeaseOptions wait =
+                LeaseOptions.builder().waitFor(Duration.ofSeconds(30)).build();
+        List<String> order = java.util.Collections.synchronizedList(new ArrayList<>());
+        ExecutorService pool = Executors.newFixedThreadPool(2);
+        try {
+            Lease held = a.tryAcquire(key, LeaseOptions.defaults()).orElseThrow();
+            java.util.concurrent.CountDownLatch bHolds = new java.util.concurrent.CountDownLatch(1);
+            java.util.concurrent.CountDownLatch bMayRelease = new java.util.concurrent.CountDownLatch(1);
+            Future<Long> bFence = pool.submit(() -> {
+                try (Lease lease = b.acquire(key, wait)) {
+                    order.add("B");
+                    bHolds.countDown();
+                    bMayRelease.await();
+                    return lease.fence();
+                }
+            });
+            awaitPlaces(key, 1);
+            Future<Long> cFence = pool.submit(() -> {
+                try (Lease lease = c.acquire(key, wait)) {
+                    order.add("C");
+                    return lease.fence();
+                }
+            });
+            awaitPlaces(key, 2);
+            long aFence = held.fence();
+            held.close();
+            bHolds.await(30, TimeUnit.SECONDS);
+            assertThat(order).containsExactly("B");
+            bMayRelease.countDown();
+            long second = bFence.get(30, TimeUnit.SECONDS);
+            long third = cFence.get(30, TimeUnit.SECONDS);
+            assertThat(order).containsExactly("B", "C");
+            assertThat(second).as("fence handed to B").isGreaterThan(aFence);
+            assertThat(third).as("fence handed to C").isGreaterThan(second);
+        } finally {
+            pool.shutdownNow();
+        }
+    }
+
+    /**
+     * A waiter that took a place and stopped asking (crashed) is handed the key at the release, but
+     * only until its place ends: the handed lease runs out at most one queue TTL after its last
+     * ask, and then the next waiter gets the key, with a higher fence.
+     */
+    @Test
+    void aCrashedWaiterHoldsTheKeyUpForAtMostItsQueueTtl() throws Exception {
+        Duration ttl = Duration.ofMillis(500);
+        JdbcLeaseStore holderStore = store(b -> b.fairQueue(ttl));
+        JdbcLeaseStore crashedStore = store(b -> b.fairQueue(ttl));
+        LockService next = service(b -> b.fairQueue(ttl));
+        LockKey key = key("crashed");
+        String holder = "holder-" + UUID.randomUUID();
+        String crashed = "crashed-" + UUID.randomUUID();
+        long first = ((dev.leasehold.spi.AcquireResult.Granted)
+                        holderStore.tryAcquire(key, holder, Duration.ofSeconds(30)))
+                .grant()
+                .fence();
+        // Two asks: the second takes a place; then it never asks again.
+        assertThat(crashedStore.tryAcquire(key, crashed, Duration.ofSeconds(30)))
+                .isInstanceOf(dev.leasehold.spi.AcquireResult.Busy.class);
+        assertThat(crashedStore.tryAcquire(key, crashed, Duration.ofSeconds(30)))
+                .isInstanceOf(dev.leasehold.spi.AcquireResult.Busy.class);
+        assertThat(places(key)).containsExactly(crashed);
+        assertThat(holderStore.release(key, holder)).isTrue();
+        dev.leasehold.LeaseInfo handed = holderStore.inspect(key).orElseThrow();
+        assertThat(handed.ownerToken())
+                .as("the key handed to the queued waiter")
+                .isEqualTo(crashed);
+        assertThat(handed.fence()).isGreaterThan(first);
+        assertThat(handed.remaining())
+                .as("the hand-off lasts the rest of its place")
+                .isLessThanOrEqualTo(ttl);
+        try (Lease lease = next.acquire(
+                key, LeaseOptions.builder().waitFor(Duration.ofSeconds(30)).build())) {
+            assertThat(lease.fence()).isGreaterThan(handed.fence());
+        }
+    }
+
+    /** A single try (no wait) is refused and takes no place; the next waiter is then served at the release. */
+    @Test
+    void aSingleTryTakesNoPlace() throws Exception {
+        for (UnaryOperator<JdbcLeaseStore.Builder> mode :
+                List.<UnaryOperator<JdbcLeaseStore.Builder>>of(b -> b.fairQueue(Duration.ofSeconds(5)), b -> b)) {
+            LockKey key = key("single-" + UUID.randomUUID().toString().substring(0, 6));
+            LockService a = service(mode);
+            LockService single = service(mode);
+            LockService waiter = service(mode);
+            Lease held = a.tryAcquire(key, LeaseOptions.defaults()).orElseThrow();
+            for (int i = 0; i < 3; i++) {
+                assertThat(single.tryAcquire(key, LeaseOptions.defaults())).isEmpty();
+            }
+            assertThat(places(key)).isEmpty();
+            ExecutorService pool = Executors.newSingleThreadExecutor();
+            try {
+                Future<Long> waited = pool.submit(() -> {
+                    try (Lease lease = waiter.acquire(
+                            key,
+                            LeaseOptions.builder()
+                                    .waitFor(Duration.ofSeconds(30))
+                                    .build())) {
+                        return lease.fence();
+                    }
+                });
+                awaitPlaces(key, 1);
+                assertThat(places(key)).hasSize(1);
+                long fence = held.fence();
+                held.close();
+                assertThat(waited.get(30, TimeUnit.SECONDS)).isGreaterThan(fence);
+            } finally {
+                pool.shutdownNow();
+            }
+        }
+    }
+
+    /**
+     * Force-releases and expiries during hand-offs never give the key to two owners at once:
+     * contenders with short leases and no renewal hold for a while and then confirm with a renewal
+     * that they still held the key; no two confirmed holds overlap, and no fence is granted twice.
+     */
+    @Test
+    void forceReleasesAndExpiriesDuringHandOffsNeverGrantTwoOwners() throws Exception {
+        int processes = 4;
+        LockKey key = key("forced");
+        List<JdbcLeaseStore> stores = new ArrayList<>();
+        for (int p = 0; p < processes; p++) {
+            stores.add(store(b -> b.bargingBound(Duration.ofMillis(5))));
+        }
+        JdbcLeaseStore operator = store(b -> b);
+        record Hold(long start, long end, long fence) {}
+        List<Hold> confirmed = java.util.Collections.synchronizedList(new ArrayList<>());
+        java.util.Set<Long> fences = java.util.concurrent.ConcurrentHashMap.newKeySet();
+        AtomicInteger duplicates = new AtomicInteger();
+        AtomicInteger rounds = new AtomicInteger();
+        java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
+        ExecutorService pool = Executors.newFixedThreadPool(processes + 1);
+        try {
+            List<Future<?>> done = new ArrayList<>();
+            for (JdbcLeaseStore store : stores) {
+                done.add(pool.submit(() -> {
+                    while (!stop.get()) {
+                        String owner = "w-" + UUID.randomUUID();
+                        dev.leasehold.spi.AcquireResult result;
+                        while (!((result = store.tryAcquire(key, owner, Duration.ofMillis(40)))
+                                instanceof dev.leasehold.spi.AcquireResult.Granted)) {
+                            if (stop.get()) {
+                                return null;
+                            }
+                            Thread.sleep(1);
+                        }
+                        long fence = ((dev.leasehold.spi.AcquireResult.Granted) result)
+                                .grant()
+                                .fence();
+                        if (!fences.add(fence)) {
+                            duplicates.incrementAndGet();
+                        }
+                        long start = System.nanoTime();
+                        Thread.sleep(ThreadLocalRandomHolder.next(1, 60)); // sometimes past the lease
+                        if (store.renew(key, owner, Duration.ofMillis(40)).isPresent()) {
+                            confirmed.add(new Hold(start, System.nanoTime(), fence));
+                        }
+                        store.release(key, owner);
+                        rounds.incrementAndGet();
+                    }
+                    return null;
+                }));
+            }
+            done.add(pool.submit(() -> {
+                while (!stop.get()) {
+                    operator.forceRelease(key);
+                    Thread.sleep(7);
+                }
+                return null;
+            }));
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+            while (rounds.get() < 200 && System.nanoTime() < deadline) {
+                Thread.sleep(10);
+            }
+            stop.set(true);
+            for (Future<?> f : done) {
+                f.get(30, TimeUnit.SECONDS);
+            }
+        } finally {
+            pool.shutdownNow();
+        }
+        assertThat(rounds.get()).isGreaterThanOrEqualTo(200);
+        assertThat(duplicates.get()).as("fences granted twice").isZero();
+        List<Hold> holds = new ArrayList<>(confirmed);
+        holds.sort(java.util.Comparator.comparingLong(Hold::start));
+        for (int i = 1; i < holds.size(); i++) {
+            assertThat(holds.get(i).start())
+                    .as("confirmed hold %s began before %s ended", holds.get(i), holds.get(i - 1))
+                    .isGreaterThan(holds.get(i - 1).end());
+        }
+        assertThat(holds).isNotEmpty();
+    }
+
+    private static final class ThreadLocalRandomHolder {
+        static long next(int from, int to) {
+            return java.util.concurrent.ThreadLocalRandom.current().nextInt(from, to);
+        }
+    }
+
+    /** The owners with a live place in the key's queue, in arrival order. */
+    protected List<String> places(LockKey key) throws java.sql.SQLException {
+        if (admin == null) {
+            admin = pool();
+        }
+        try (java.sql.Connection connection = admin.getConnection();
+                java.sql.PreparedStatement statement = connection.prepareStatement(
+                        "SELECT owner_token FROM leasehold_waiter WHERE lock_key = ? AND expires_at_ms > ?"
+                                + " ORDER BY arrived_us")) {
+            statement.setString(1, key.render());
+            statement.setLong(2, System.currentTimeMillis() - 60_000); // ended places are 0
+            List<String> owners = new ArrayList<>();
+            try (java.sql.ResultSet row = statement.executeQuery()) {
+                while (row.next()) {
+                    owners.add(row.getString(1));
+                }
+            }
+            return owners;
+        }
+    }
+
+    private void awaitPlaces(LockKey key, int count) {
+        org.awaitility.Awaitility.await()
+                .atMost(Duration.ofSeconds(30))
+                .until(() -> places(key).size() >= count);
+    }
+}
