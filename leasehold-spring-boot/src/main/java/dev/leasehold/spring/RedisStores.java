@@ -81,11 +81,26 @@ final class RedisStores {
         }
     }
 
-    /** A store that also shuts down the client it was given. */
+    /**
+     * A store that also shuts down the client it was given; every operation the Redis store has of
+     * its own is passed on, the batch and the asynchronous acquire included ({@code
+     * LeaseholdAutoConfigurationTest.aRedisStoreWithItsOwnClientKeepsTheOneScriptBatchAndTheAsynchronousAcquire}).
+     */
     private record ClosingClient(RedisLeaseStore store, RedisClient client) implements LeaseStore {
         @Override
         public AcquireResult tryAcquire(LockKey key, String owner, Duration leaseFor) {
             return store.tryAcquire(key, owner, leaseFor);
+        }
+
+        @Override
+        public java.util.concurrent.CompletionStage<AcquireResult> tryAcquireAsync(
+                LockKey key, String owner, Duration leaseFor) {
+            return store.tryAcquireAsync(key, owner, leaseFor);
+        }
+
+        @Override
+        public dev.leasehold.spi.BatchAcquireResult tryAcquireAll(List<LockKey> keys, String owner, Duration leaseFor) {
+            return store.tryAcquireAll(keys, owner, leaseFor);
         }
 
         @Override

@@ -10,12 +10,18 @@ import dev.leasehold.idempotency.RequestRecords;
 import dev.leasehold.jdbc.JdbcLeaseStore;
 import dev.leasehold.memory.InMemoryLeaseStore;
 import dev.leasehold.redis.RedisLeaseStore;
+import dev.leasehold.spi.AcquireResult;
 import dev.leasehold.spi.LeaseStore;
 import dev.leasehold.testkit.TestServices;
+import io.lettuce.core.RedisClient;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.simple.SimpleMeterRegistry;
 import java.sql.Connection;
 import java.sql.ResultSet;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.Test;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
@@ -73,8 +79,8 @@ class LeaseholdAutoConfigurationTest {
                     }
                 }
                 assertThat(count)
-                        .as("lease, fence, request, effect and retry tables")
-                        .isEqualTo(5);
+                        .as("lease, fence, waiter, request, effect and retry tables")
+                        .isEqualTo(6);
             }
             LockService locks = context.getBean(LockService.class);
             try (var lease = locks.tryAcquire(LockKey.of("t", "1"), LeaseOptions.defaults())
@@ -103,6 +109,58 @@ class LeaseholdAutoConfigurationTest {
                         assertThat(store.inspect(lease.key())).isPresent();
                     }
                 });
+    }
+
+    @Test
+    void aRedisStoreWithItsOwnClientKeepsTheOneScriptBatchAndTheAsynchronousAcquire() {
+        String url = TestServices.redis().uri();
+        runner.withPropertyValues(
+                        "leasehold.backend=redis",
+                        "leasehold.redis.url=" + url,
+                        "leasehold.redis.key-prefix=autoconfig-own-" + System.nanoTime() + ":")
+                .run(context -> {
+                    LeaseStore store = context.getBean(LeaseStore.class);
+                    String owner = "0123456789abcdef0123456789abcdef";
+                    var answer =
+                            store.tryAcquireAsync(LockKey.of("autoconfig", "async"), owner, Duration.ofSeconds(30));
+                    assertThat(answer)
+                            .as("the asynchronous acquire of the Redis store")
+                            .isNotNull();
+                    assertThat(answer.toCompletableFuture().get(10, TimeUnit.SECONDS))
+                            .isInstanceOf(AcquireResult.Granted.class);
+                    assertThat(store.release(LockKey.of("autoconfig", "async"), owner))
+                            .isTrue();
+
+                    List<LockKey> batch = new ArrayList<>();
+                    for (int i = 0; i < 10; i++) {
+                        batch.add(LockKey.of("autoconfig", "one", "batch-" + i).withHashTag(0));
+                    }
+                    RedisClient counter = RedisClient.create(url);
+                    try (var connection = counter.connect()) {
+                        long before = evalshaCalls(connection.sync().info("commandstats"));
+                        try (var group = context.getBean(LockService.class)
+                                .acquireAll(batch, LeaseOptions.defaults().withWait(Duration.ofSeconds(5)))) {
+                            assertThat(group).isNotNull();
+                        }
+                        long scripts = evalshaCalls(connection.sync().info("commandstats")) - before;
+                        // one script for the batch and one per key given back; key by key would be 10 + 10
+                        assertThat(scripts)
+                                .as("scripts for a batch of ten, its release included")
+                                .isLessThan(15);
+                    } finally {
+                        counter.shutdown();
+                    }
+                });
+    }
+
+    private static long evalshaCalls(String commandstats) {
+        for (String line : commandstats.split("\r?\n")) {
+            if (line.startsWith("cmdstat_evalsha:")) {
+                String calls = line.substring(line.indexOf("calls=") + 6);
+                return Long.parseLong(calls.substring(0, calls.indexOf(',')));
+            }
+        }
+        return 0;
     }
 
     @Test
