@@ -81,6 +81,9 @@ import org.slf4j.LoggerFactory;
  */
 final class LeaseEngine implements LockService {
 
+    /** How long a wait that ends busy waits for the store to drop its place. */
+    static final long LEAVE_WAIT_MILLIS = 50;
+
     private static final Logger log = LoggerFactory.getLogger(LeaseEngine.class);
     private static final int RENEWAL_THREADS = 4;
     private static final int CALL_THREADS = 16;
@@ -251,6 +254,7 @@ final class LeaseEngine implements LockService {
         // first grant, and an attempt without an answer ends it too (its token is then given back).
         String waitToken = grantToken(token);
         boolean acquired = false;
+        boolean storeToldBusy = false;
         try {
             // Contention seen: a Busy answer, or (fair) a turn behind another waiter. A wait that
             // saw it and ends without an answer ends as busy (FairWaitingDeadlineTest).
@@ -270,6 +274,7 @@ final class LeaseEngine implements LockService {
                         throw unanswered(key, start, sawBusy);
                     }
                     sawBusy = true;
+                    storeToldBusy = true;
                     holderRemaining = attempt.holderRemainingNanos();
                 } else {
                     sawBusy = true; // queued behind another waiter: contention, not a store failure
@@ -302,6 +307,39 @@ final class LeaseEngine implements LockService {
             }
         } finally {
             leave(queue, waiter, acquired);
+            if (!acquired && storeToldBusy) {
+                leaveStoreQueue(key, waitToken);
+            }
+        }
+    }
+
+    /**
+     * A wait the store saw ends without the key: the store drops its place ({@link
+     * LeaseStore#leaveQueue}), so a release that comes next does not hand the key to this waiter.
+     * Waited for at most {@link #LEAVE_WAIT_MILLIS} ms, so a hung store never holds the caller
+     * much past its wait; after that the leave goes on without it.
+     */
+    private void leaveStoreQueue(LockKey key, String waitToken) {
+        java.util.concurrent.CountDownLatch left = new java.util.concurrent.CountDownLatch(1);
+        Runnable leave = () -> {
+            try {
+                store.leaveQueue(key, waitToken);
+            } catch (RuntimeException e) {
+                log.debug("could not leave the store's queue of {}; the place ends at its queue TTL", key, e);
+            } finally {
+                left.countDown();
+            }
+        };
+        try {
+            calls.execute(leave);
+        } catch (RejectedExecutionException e) {
+            leave.run();
+            return;
+        }
+        try {
+            left.await(LEAVE_WAIT_MILLIS, TimeUnit.MILLISECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
         }
     }
 

@@ -205,4 +205,14 @@ public interface LeaseStore extends AutoCloseable {
     /** Frees the store's own resources (connections it opened); not the backend's data. */
     @Override
     default void close() {}
+
+    /**
+     * A waiter that asked for {@code key} with {@code owner} gave up without the key (its wait ran
+     * out, or it was interrupted): a store that queues waiters drops its place, and gives a key that
+     * a release handed to it to the next waiter, instead of holding the key for it until its place
+     * expires. The default, for stores without a queue, does nothing. Best effort: the lock service
+     * calls it off the caller's thread and ignores a failure, after which the place ends at its
+     * queue TTL.
+     */
+    default void leaveQueue(LockKey key, String owner) {}
 }

@@ -134,6 +134,14 @@ final class FairQueue {
         }
     }
 
+    /** Forgets what this store knew of a waiter that gave up: its asks and a hand-off announced to it. */
+    void forget(String owner) {
+        asked.remove(owner);
+        if (!pushed.isEmpty()) {
+            pushed.remove(Script.sha1(owner));
+        }
+    }
+
     static String[] keys(RedisKeys keys, LockKey key) {
         String lease = keys.lease(key);
         return new String[] {lease, keys.fence(key), lease + ":queue", lease + ":waiters"};

@@ -410,6 +410,25 @@ public final class RedisLeaseStore implements LeaseStore {
         return released != null && released == 1;
     }
 
+    /**
+     * Drops the place of a waiter that gave up, and gives a key handed to it to the next waiter (a
+     * release, which does nothing unless the key is the waiter's). Without it a key handed to a
+     * waiter that gave up stays with it until its place expires
+     * ({@code RedisBoundedBargingTest.aWaiterThatGivesUpLeavesTheQueueAndAKeyHandedToItGoesOn}).
+     */
+    @Override
+    public void leaveQueue(LockKey key, String owner) {
+        checkOwner(key, owner);
+        queue.forget(owner);
+        String[] queueKeys = FairQueue.keys(keys, key);
+        call("leave the queue", key, () -> {
+            redis.zrem(queueKeys[2], owner);
+            redis.hdel(queueKeys[3], owner);
+            return null;
+        });
+        release(key, owner);
+    }
+
     private Long runRelease(LockKey key, String owner) {
         return queue.release(redis, keys, key, owner, counterTtl);
     }

@@ -287,6 +287,33 @@ class RedisBoundedBargingTest {
     }
 
     @Test
+    void aWaiterThatGivesUpLeavesTheQueueAndAKeyHandedToItGoesOn() throws Exception {
+        LockKey key = newKey();
+        Duration queueTtl = Duration.ofSeconds(60); // a place that outlives the test unless it is left
+        try (RedisLeaseStore a = store(queueTtl);
+                RedisLeaseStore b = store(queueTtl);
+                RedisLeaseStore c = store(queueTtl);
+                LockService waiter = LockService.builder(b).build()) {
+            assertThat(a.tryAcquire(key, "holder-a-000000000", LEASE)).isInstanceOf(AcquireResult.Granted.class);
+            assertThatThrownBy(() -> waiter.acquire(
+                            key,
+                            LeaseOptions.builder()
+                                    .leaseFor(LEASE)
+                                    .waitFor(Duration.ofMillis(300))
+                                    .build()))
+                    .isInstanceOf(dev.leasehold.LockBusyException.class);
+            Awaitility.await("the waiter that gave up has left the queue")
+                    .atMost(Duration.ofSeconds(5))
+                    .until(() -> queued(key) == 0);
+            assertThat(a.release(key, "holder-a-000000000")).isTrue();
+            // Without leaving, the release handed the key to the waiter that gave up, for its place's 60 s.
+            Awaitility.await("a single try of another caller is granted")
+                    .atMost(Duration.ofSeconds(5))
+                    .until(() -> c.tryAcquire(key, "next-caller-000000", LEASE) instanceof AcquireResult.Granted);
+        }
+    }
+
+    @Test
     void aQueuedWaiterThatCrashedHoldsTheKeyUpForAtMostItsQueueTtl() {
         LockKey key = newKey();
         Duration queueTtl = Duration.ofMillis(600);
