@@ -27,7 +27,9 @@ import org.springframework.util.ReflectionUtils;
  * an operator. Nothing is dropped.
  *
  * <p>Delivery is at least once; a {@link RetryLedger} (request records, when configured) keeps a
- * redelivered task that already completed from running twice. Delivery starts only when some bean
+ * redelivered task that already completed from running twice: a running retry's claim is renewed
+ * for as long as it runs, its work commits in one transaction with the key's done mark, and a run
+ * whose claim was lost rolls back and is delivered again. Delivery starts only when some bean
  * has a {@code RETRY_LATER} method or {@code leasehold.retry.enabled=true}, or on the first retry
  * stored. Thread-safe.
  */
@@ -153,8 +155,7 @@ final class DelayedRetries implements RetryHandler, SmartLifecycle {
         replaying.set(true);
         try {
             ReflectionUtils.makeAccessible(method);
-            method.invoke(bean, arguments);
-            entry.done();
+            entry.run(() -> method.invoke(bean, arguments));
             events.accept("completed");
             log.info(
                     "retry {} of {}.{} completed after {} busy attempts",
@@ -163,14 +164,24 @@ final class DelayedRetries implements RetryHandler, SmartLifecycle {
                     task.method(),
                     task.attempt() + 1);
         } catch (InvocationTargetException e) {
+            // Rolled back and marked failed by the ledger: busy again is rescheduled, anything else parked.
             Throwable cause = e.getCause();
-            entry.failed(String.valueOf(cause));
             if (cause instanceof LockBusyException && task.attempt() + 1 < settings.getMaxAttempts()) {
                 queue.enqueue(task.nextAttempt(), backoff(task.attempt() + 1));
                 events.accept("rescheduled");
             } else {
                 park(task.nextAttempt(), String.valueOf(cause));
             }
+        } catch (RetryLedger.ClaimLostException e) {
+            // Another delivery owns the key now, or will: nothing of this run was committed.
+            events.accept("lost");
+            log.warn(
+                    "retry {} of {}.{} lost its claim while it ran (taken over, or not renewed in time); its work"
+                            + " was rolled back and the task is delivered again",
+                    task.key(),
+                    task.bean(),
+                    task.method());
+            throw e;
         } finally {
             replaying.remove();
         }

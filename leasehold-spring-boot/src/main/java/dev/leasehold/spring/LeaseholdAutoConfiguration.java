@@ -155,6 +155,26 @@ public class LeaseholdAutoConfiguration {
         return advisor;
     }
 
+    /**
+     * Adds the lease check before commit to every transaction manager of the context, for the
+     * transactions {@link Locked} methods begin.
+     */
+    @Configuration(proxyBeanMethods = false)
+    @ConditionalOnClass(name = "org.springframework.transaction.ConfigurableTransactionManager")
+    static class LockedCommitConfiguration {
+
+        @Bean
+        @Role(BeanDefinition.ROLE_INFRASTRUCTURE)
+        static org.springframework.beans.factory.config.BeanPostProcessor leaseholdLockedCommitCheck() {
+            return new org.springframework.beans.factory.config.BeanPostProcessor() {
+                @Override
+                public Object postProcessAfterInitialization(Object bean, String beanName) {
+                    return LockedCommitCheck.addTo(bean);
+                }
+            };
+        }
+    }
+
     private static int lockedOrder(Environment environment) {
         return environment.getProperty("leasehold.lock.advisor-order", Integer.class, LOCKED_ORDER);
     }

@@ -27,8 +27,11 @@ import org.springframework.util.ClassUtils;
  * Runs {@link Locked} methods under their leases. Ordered before the transaction interceptor, so
  * the lease is taken before the transaction begins and released after it commits (S2.5); if the
  * method is called inside a caller's transaction, the release waits for that transaction to
- * complete. A release that fails after the method completed never replaces its result or its
- * exception (the lease then ends at its expiry). Thread-safe.
+ * complete. A transaction that would commit the method's writes (its own, or the caller's it
+ * joined) checks just before it commits that every lease is still held, locally and in the store,
+ * and rolls back with {@link dev.leasehold.LeaseLostException} if one is not. A release that fails
+ * after the method completed never replaces its result or its exception (the lease then ends at
+ * its expiry). Thread-safe.
  */
 final class LockedInterceptor implements MethodInterceptor {
 
@@ -128,12 +131,23 @@ final class LockedInterceptor implements MethodInterceptor {
             }
         };
         Observation.Scope scope = hold.openScope();
+        LockService service = locks.get();
+        List<Lease> leases = held instanceof Lease lease
+                ? List.of(lease)
+                : held instanceof LeaseGroup group ? group.leases() : List.of();
+        Runnable commitCheck = () -> LockedCommitCheck.verify(service, leases);
+        if (TRANSACTIONS) {
+            // Inside a caller's transaction: it is the one that commits this method's writes.
+            LockedCommitCheck.registerBeforeCommit(commitCheck);
+        }
+        LockedContext.Scope bound = LockedContext.bind(held, commitCheck);
         try {
             return invocation.proceed();
         } catch (Throwable t) {
             hold.error(t);
             throw t;
         } finally {
+            bound.close();
             scope.close();
             releaseAfterTransaction(observed, keys);
         }

@@ -1,44 +1,58 @@
 package dev.leasehold.spring;
 
+import dev.leasehold.LeaseholdException;
 import dev.leasehold.idempotency.CanonicalJson;
-import dev.leasehold.idempotency.Claim;
-import dev.leasehold.idempotency.RequestRecords;
+import dev.leasehold.idempotency.ClaimExpiredException;
+import dev.leasehold.idempotency.IdempotencyConflictException;
+import dev.leasehold.idempotency.IdempotentExecutor;
 import dev.leasehold.idempotency.StoredResponse;
+import java.sql.Connection;
+import java.time.Duration;
+import javax.sql.DataSource;
+import org.springframework.jdbc.datasource.DataSourceUtils;
+import org.springframework.transaction.PlatformTransactionManager;
+import org.springframework.transaction.TransactionStatus;
+import org.springframework.transaction.support.DefaultTransactionDefinition;
+import org.springframework.transaction.support.TransactionSynchronization;
+import org.springframework.transaction.support.TransactionSynchronizationManager;
 
-/** A {@link RetryLedger} on request records, scope {@code leasehold:retry}, one record per retry key. */
+/**
+ * A {@link RetryLedger} on request records, scope {@code leasehold:retry}, one record per retry key,
+ * claimed through the {@link IdempotentExecutor} as an {@code @Idempotent} request is: the claim is
+ * renewed by the executor's heartbeat for as long as the retry runs, and the retry runs in a
+ * transaction of the records' transaction manager that also writes the key's SUCCESS mark, token-
+ * and fence-checked. A run whose claim was taken over, or not renewed in time, therefore cannot
+ * commit its work; a run that fails leaves the key ERROR, to be run again.
+ */
 final class RequestRecordLedger implements RetryLedger {
 
     static final String SCOPE = "leasehold:retry";
+    private static final StoredResponse DONE = new StoredResponse(200, null);
+    /** Unused: retries take no session lease, but a submission names its duration. */
+    private static final Duration NO_SESSION = Duration.ofSeconds(30);
 
-    private final RequestRecords records;
+    private final IdempotentExecutor executor;
+    private final PlatformTransactionManager transactions;
+    private final DataSource dataSource;
 
-    RequestRecordLedger(RequestRecords records) {
-        this.records = records;
+    RequestRecordLedger(IdempotentExecutor executor, PlatformTransactionManager transactions, DataSource dataSource) {
+        this.executor = executor;
+        this.transactions = transactions;
+        this.dataSource = dataSource;
     }
 
     @Override
     public Entry begin(String key) {
         // The fingerprint is the key's own: a key always matches itself.
-        Claim claim = records.begin(SCOPE, key, CanonicalJson.VERSION + CanonicalJson.sha256("retry:" + key));
-        if (claim instanceof Claim.Claimed claimed) {
-            return new Entry() {
-                @Override
-                public State state() {
-                    return State.RUN;
-                }
-
-                @Override
-                public void done() {
-                    records.complete(claimed.handle(), new StoredResponse(200, null));
-                }
-
-                @Override
-                public void failed(String reason) {
-                    records.fail(claimed.handle(), reason.length() > 500 ? reason.substring(0, 500) : reason);
-                }
-            };
+        IdempotentExecutor.Start start = executor.start(new IdempotentExecutor.Submission(
+                SCOPE, key, CanonicalJson.VERSION + CanonicalJson.sha256("retry:" + key), null, NO_SESSION));
+        if (start instanceof IdempotentExecutor.Started started) {
+            return new Claimed(key, started.execution());
         }
-        State state = claim instanceof Claim.Replay ? State.DONE : State.RUNNING_ELSEWHERE;
+        if (start instanceof IdempotentExecutor.Mismatch) {
+            throw new IllegalStateException("the retry record " + key + " carries another fingerprint");
+        }
+        State state = start instanceof IdempotentExecutor.Completed ? State.DONE : State.RUNNING_ELSEWHERE;
         return new Entry() {
             @Override
             public State state() {
@@ -46,10 +60,117 @@ final class RequestRecordLedger implements RetryLedger {
             }
 
             @Override
-            public void done() {}
+            public void run(Work work) {
+                throw new IllegalStateException("retry " + key + " is " + state + ", not to be run");
+            }
 
             @Override
             public void failed(String reason) {}
         };
+    }
+
+    /** A claimed key: its execution renews the claim until the transaction that marks it ends. */
+    private final class Claimed implements Entry, TransactionSynchronization {
+        private final String key;
+        private final IdempotentExecutor.Execution execution;
+        private volatile Throwable cause;
+
+        Claimed(String key, IdempotentExecutor.Execution execution) {
+            this.key = key;
+            this.execution = execution;
+        }
+
+        @Override
+        public State state() {
+            return State.RUN;
+        }
+
+        @Override
+        public void failed(String reason) {
+            try {
+                execution.rolledBack(new IllegalStateException(reason));
+            } finally {
+                execution.close();
+            }
+        }
+
+        @Override
+        public void run(Work work) throws Exception {
+            TransactionStatus transaction;
+            try {
+                DefaultTransactionDefinition definition = new DefaultTransactionDefinition();
+                definition.setName("leasehold-retry:" + key);
+                transaction = transactions.getTransaction(definition);
+                if (!TransactionSynchronizationManager.isSynchronizationActive()) {
+                    transactions.rollback(transaction);
+                    throw new LeaseholdException("delayed retries need transaction synchronization, but the"
+                            + " transaction manager " + transactions.getClass().getName() + " does not activate it");
+                }
+                TransactionSynchronizationManager.registerSynchronization(this);
+            } catch (RuntimeException e) {
+                failed(String.valueOf(e));
+                throw e;
+            }
+            try {
+                execution.assertOwned();
+                work.run();
+                mark();
+            } catch (Throwable t) {
+                cause = t;
+                try {
+                    transactions.rollback(transaction);
+                } catch (RuntimeException e) {
+                    t.addSuppressed(e);
+                }
+                if (t instanceof Error error) {
+                    throw error;
+                }
+                throw lost((Exception) t);
+            }
+            // A commit that fails is thrown as it is: the queue delivers the task again and the
+            // ledger then finds it SUCCESS (it committed) or ERROR (it did not).
+            transactions.commit(transaction);
+        }
+
+        private void mark() {
+            Connection connection = DataSourceUtils.getConnection(dataSource);
+            try {
+                if (!DataSourceUtils.isConnectionTransactional(connection, dataSource)) {
+                    throw new LeaseholdException("delayed retries write their done mark in the retry's transaction,"
+                            + " but the transaction manager does not manage the DataSource of the request records;"
+                            + " set leasehold.idempotency.transaction-manager to the one that does");
+                }
+                execution.completeInTransaction(connection, DONE);
+            } finally {
+                DataSourceUtils.releaseConnection(connection, dataSource);
+            }
+        }
+
+        private Exception lost(Exception t) {
+            if (t instanceof IdempotencyConflictException conflict
+                    && (conflict instanceof ClaimExpiredException
+                            || conflict.reason() == IdempotencyConflictException.Reason.TAKEN_OVER)) {
+                return new ClaimLostException(
+                        "retry " + key + " lost its claim while it ran; its work was rolled back", t);
+            }
+            return t;
+        }
+
+        @Override
+        public void afterCompletion(int status) {
+            try {
+                switch (status) {
+                    case STATUS_COMMITTED -> execution.committed();
+                    case STATUS_ROLLED_BACK ->
+                        execution.rolledBack(
+                                cause != null ? cause : new IllegalStateException("the transaction rolled back"));
+                    default ->
+                        execution.outcomeUnknown(
+                                cause != null ? cause : new IllegalStateException("the commit failed"));
+                }
+            } finally {
+                execution.close();
+            }
+        }
     }
 }

@@ -8,7 +8,7 @@ interface RetryLedger {
 
     /** What the ledger says about a key. */
     enum State {
-        /** Run it; then call {@link Entry#done()} or {@link Entry#failed}. */
+        /** Run it through {@link Entry#run}, or give it up with {@link Entry#failed}. */
         RUN,
         /** It completed before: do nothing. */
         DONE,
@@ -16,13 +16,38 @@ interface RetryLedger {
         RUNNING_ELSEWHERE
     }
 
+    /** The work of one delivery: calls the method again. */
+    @FunctionalInterface
+    interface Work {
+        void run() throws Exception;
+    }
+
     /** One claim on a key. */
     interface Entry {
         State state();
 
-        void done();
+        /**
+         * Runs {@code work} under the claim; for a {@link State#RUN} entry only, once. Returns once the
+         * work's effect is committed together with the key's done mark; if the work throws, its
+         * effect is rolled back, the key is marked failed (it may run again) and the work's exception
+         * is thrown as it was.
+         *
+         * @throws ClaimLostException if the claim was taken over or could not be renewed before the
+         *     commit: the work's effect was rolled back
+         */
+        void run(Work work) throws Exception;
 
+        /** Gives the claim up without running (the task cannot be called). */
         void failed(String reason);
+    }
+
+    /** The claim on a key was lost while its work ran; nothing the work did was committed. */
+    final class ClaimLostException extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+
+        ClaimLostException(String message, Throwable cause) {
+            super(message, cause);
+        }
     }
 
     Entry begin(String key);
@@ -35,7 +60,9 @@ interface RetryLedger {
         }
 
         @Override
-        public void done() {}
+        public void run(Work work) throws Exception {
+            work.run();
+        }
 
         @Override
         public void failed(String reason) {}

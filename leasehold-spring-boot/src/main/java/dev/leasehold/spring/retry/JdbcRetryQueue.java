@@ -10,9 +10,12 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Objects;
+import java.util.UUID;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
 import javax.sql.DataSource;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -20,9 +23,13 @@ import org.slf4j.LoggerFactory;
 /**
  * A {@link RetryQueue} in the SQL database, table {@code leasehold_retry} (Leasehold's migration 3):
  * one row per task, its due time by the database clock (B5). Several instances may share the
- * table: a due row is claimed by a compare-and-set from PENDING to RUNNING, so one instance handles
- * it; a row left RUNNING longer than the claim timeout (its instance died) is made PENDING again.
- * Enqueueing a key that is already PENDING adds nothing (the key is the primary key).
+ * table: a due row is claimed by a compare-and-set from PENDING to RUNNING with a claim token of its
+ * own, so one instance handles it. While its handler runs, the claim is renewed every third of the
+ * claim timeout, so a retry that runs longer than the timeout keeps its row; a row whose claim was
+ * not renewed for the claim timeout (its instance died) is made PENDING again. Only the claim's own
+ * instance renews, reschedules, parks or settles a RUNNING row, so a delivery that lost its claim
+ * cannot remove or revive another instance's. Enqueueing a key that is already waiting or running
+ * elsewhere adds nothing (the key is the primary key).
  *
  * <p>Polls only after {@link #start}, which Leasehold calls only when some bean has a {@code
  * RETRY_LATER} method or {@code leasehold.retry.enabled=true}: one SELECT per poll interval.
@@ -38,13 +45,17 @@ public final class JdbcRetryQueue implements RetryQueue {
     private final Duration claimTimeout;
     private final Duration redeliveryDelay;
     private volatile ScheduledExecutorService poller;
+    private volatile ScheduledExecutorService renewals;
+    /** The claim whose handler runs on this thread (the poller's), if any. */
+    private final ThreadLocal<Claim> handling = new ThreadLocal<>();
+
     private volatile boolean failing;
 
     /**
      * A queue in {@code dataSource}.
      *
      * @param pollInterval how often due rows are looked for
-     * @param claimTimeout after how long a RUNNING row counts as abandoned
+     * @param claimTimeout after how long without a renewal a RUNNING row counts as abandoned
      * @param redeliveryDelay when a delivery whose handler threw is tried again
      */
     public JdbcRetryQueue(
@@ -77,15 +88,19 @@ public final class JdbcRetryQueue implements RetryQueue {
         long delayMs = Math.max(0, delay.toMillis());
         try (Connection c = dataSource.getConnection()) {
             c.setAutoCommit(true);
-            // The key being handled right now (RUNNING) is rescheduled: its handler found it busy again.
-            try (PreparedStatement s = c.prepareStatement("UPDATE leasehold_retry SET status = 'PENDING',"
-                    + " attempts = ?, due_at_ms = " + now + " + ?, claimed_at_ms = NULL"
-                    + " WHERE id = ? AND status = 'RUNNING'")) {
-                s.setInt(1, task.attempt());
-                s.setLong(2, delayMs);
-                s.setString(3, task.key());
-                if (s.executeUpdate() == 1) {
-                    return true;
+            // The key this thread's handler runs is rescheduled: its handler found it busy again.
+            Claim own = ownClaim(task.key());
+            if (own != null) {
+                try (PreparedStatement s = c.prepareStatement("UPDATE leasehold_retry SET status = 'PENDING',"
+                        + " attempts = ?, due_at_ms = " + now + " + ?, claimed_at_ms = NULL, claim_token = NULL"
+                        + " WHERE id = ? AND status = 'RUNNING' AND claim_token = ?")) {
+                    s.setInt(1, task.attempt());
+                    s.setLong(2, delayMs);
+                    s.setString(3, task.key());
+                    s.setString(4, own.token());
+                    if (s.executeUpdate() == 1) {
+                        return true;
+                    }
                 }
             }
             try (PreparedStatement s = c.prepareStatement("INSERT INTO leasehold_retry (id, bean_name, method_name,"
@@ -118,19 +133,34 @@ public final class JdbcRetryQueue implements RetryQueue {
         return e.getSQLState() != null && e.getSQLState().startsWith("23");
     }
 
+    private Claim ownClaim(String id) {
+        Claim claim = handling.get();
+        return claim != null && claim.id().equals(id) ? claim : null;
+    }
+
     @Override
     public void park(RetryTask task, String error) {
         String text = error.length() > 1000 ? error.substring(0, 1000) : error;
+        Claim own = ownClaim(task.key());
         try (Connection c = dataSource.getConnection()) {
             c.setAutoCommit(true);
-            try (PreparedStatement s = c.prepareStatement(
-                    "UPDATE leasehold_retry SET status = 'FAILED'," + " attempts = ?, last_error = ? WHERE id = ?")) {
+            try (PreparedStatement s = c.prepareStatement("UPDATE leasehold_retry SET status = 'FAILED',"
+                    + " attempts = ?, last_error = ?, claim_token = NULL WHERE id = ?"
+                    + (own != null ? " AND status = 'RUNNING' AND claim_token = ?" : ""))) {
                 s.setInt(1, task.attempt());
                 s.setString(2, text);
                 s.setString(3, task.key());
+                if (own != null) {
+                    s.setString(4, own.token());
+                }
                 if (s.executeUpdate() == 1) {
                     return;
                 }
+            }
+            if (own != null && exists(c, task.key())) {
+                // Claimed by another delivery meanwhile: that one settles the row.
+                log.warn("delayed retry {} was claimed by another delivery; not parked here", task.key());
+                return;
             }
             if (enqueue(task, Duration.ZERO)) {
                 park(task, error);
@@ -156,16 +186,37 @@ public final class JdbcRetryQueue implements RetryQueue {
         poller = executor;
     }
 
+    private synchronized ScheduledExecutorService renewals() {
+        if (renewals == null) {
+            renewals = Executors.newSingleThreadScheduledExecutor(r -> {
+                Thread thread = new Thread(r, "leasehold-retry-renewal");
+                thread.setDaemon(true);
+                return thread;
+            });
+        }
+        return renewals;
+    }
+
+    private static boolean exists(Connection c, String id) throws SQLException {
+        try (PreparedStatement s = c.prepareStatement("SELECT 1 FROM leasehold_retry WHERE id = ?")) {
+            s.setString(1, id);
+            try (ResultSet rs = s.executeQuery()) {
+                return rs.next();
+            }
+        }
+    }
+
     private void checkTable() {
         try (Connection c = dataSource.getConnection();
-                PreparedStatement s = c.prepareStatement("SELECT COUNT(*) FROM leasehold_retry WHERE 1 = 0");
+                PreparedStatement s = c.prepareStatement("SELECT COUNT(claim_token) FROM leasehold_retry WHERE 1 = 0");
                 ResultSet rs = s.executeQuery()) {
             rs.next();
         } catch (SQLException e) {
             throw new IllegalStateException(
                     "delayed retries need the table leasehold_retry, which is missing or unreadable ("
                             + e.getMessage() + "); let Leasehold create it (Flyway on the class path, or"
-                            + " leasehold.jdbc.initialize-schema=always) or run db/leasehold/<vendor>/V3__leasehold_retry.sql",
+                            + " leasehold.jdbc.initialize-schema=always) or run db/leasehold/<vendor>/V3__leasehold_retry.sql"
+                            + " and V3_1__leasehold_retry_claim_token.sql",
                     e);
         }
     }
@@ -175,6 +226,10 @@ public final class JdbcRetryQueue implements RetryQueue {
         if (poller != null) {
             poller.shutdownNow();
             poller = null;
+        }
+        if (renewals != null) {
+            renewals.shutdownNow();
+            renewals = null;
         }
     }
 
@@ -213,15 +268,20 @@ public final class JdbcRetryQueue implements RetryQueue {
         }
         int handled = 0;
         for (String id : due) {
-            RetryTask task = claim(id);
+            Claim claim = new Claim(id, UUID.randomUUID().toString());
+            RetryTask task = claim(claim);
             if (task == null) {
                 continue; // another instance claimed it
             }
             handled++;
+            handling.set(claim);
+            ScheduledFuture<?> renewal = renewWhileHandled(claim);
             try {
                 handler.handle(task);
-                settle("DELETE FROM leasehold_retry WHERE id = ? AND status = 'RUNNING'", id, 0);
+                renewal.cancel(false);
+                settle("DELETE FROM leasehold_retry WHERE id = ? AND status = 'RUNNING' AND claim_token = ?", claim, 0);
             } catch (Exception e) {
+                renewal.cancel(false);
                 log.warn(
                         "delayed retry {} of {}.{} not settled, delivered again later: {}",
                         id,
@@ -229,21 +289,78 @@ public final class JdbcRetryQueue implements RetryQueue {
                         task.method(),
                         e.toString());
                 settle(
-                        "UPDATE leasehold_retry SET status = 'PENDING', claimed_at_ms = NULL, due_at_ms = " + now
-                                + " + ? WHERE id = ? AND status = 'RUNNING'",
-                        id,
+                        "UPDATE leasehold_retry SET status = 'PENDING', claimed_at_ms = NULL, claim_token = NULL,"
+                                + " due_at_ms = " + now
+                                + " + ? WHERE id = ? AND status = 'RUNNING' AND claim_token = ?",
+                        claim,
                         redeliveryDelay.toMillis());
+            } finally {
+                renewal.cancel(false);
+                handling.remove();
             }
         }
         return handled;
     }
 
-    private RetryTask claim(String id) {
+    /** The claim of one delivery: the row and the token only this delivery knows. */
+    private record Claim(String id, String token) {}
+
+    /**
+     * Renews the claim every third of the claim timeout while its handler runs (the renewals have a
+     * thread of their own, so a long handler never delays them); stops once the row is no longer
+     * this claim's.
+     */
+    private ScheduledFuture<?> renewWhileHandled(Claim claim) {
+        long period = Math.max(20, claimTimeout.toMillis() / 3);
+        ScheduledExecutorService executor = renewals();
+        AtomicReference<ScheduledFuture<?>> self = new AtomicReference<>();
+        ScheduledFuture<?> future = executor.scheduleWithFixedDelay(
+                () -> {
+                    if (!renew(claim)) {
+                        ScheduledFuture<?> mine = self.get();
+                        if (mine != null) {
+                            mine.cancel(false);
+                        }
+                    }
+                },
+                period,
+                period,
+                TimeUnit.MILLISECONDS);
+        self.set(future);
+        return future;
+    }
+
+    /** Whether the row is still this claim's (a failed renewal counts as still: it is tried again). */
+    private boolean renew(Claim claim) {
+        try (Connection c = dataSource.getConnection();
+                PreparedStatement s = c.prepareStatement("UPDATE leasehold_retry SET claimed_at_ms = " + now
+                        + " WHERE id = ? AND status = 'RUNNING' AND claim_token = ?")) {
+            c.setAutoCommit(true);
+            s.setString(1, claim.id());
+            s.setString(2, claim.token());
+            if (s.executeUpdate() == 1) {
+                return true;
+            }
+            log.debug("delayed retry {} is no longer this delivery's claim; renewals stop", claim.id());
+            return false;
+        } catch (SQLException | RuntimeException e) {
+            log.warn(
+                    "claim of delayed retry {} could not be renewed (it is abandoned after {} without a renewal): {}",
+                    claim.id(),
+                    claimTimeout,
+                    e.toString());
+            return true;
+        }
+    }
+
+    private RetryTask claim(Claim claim) {
+        String id = claim.id();
         try (Connection c = dataSource.getConnection()) {
             c.setAutoCommit(true);
             try (PreparedStatement s = c.prepareStatement("UPDATE leasehold_retry SET status = 'RUNNING',"
-                    + " claimed_at_ms = " + now + " WHERE id = ? AND status = 'PENDING'")) {
-                s.setString(1, id);
+                    + " claimed_at_ms = " + now + ", claim_token = ? WHERE id = ? AND status = 'PENDING'")) {
+                s.setString(1, claim.token());
+                s.setString(2, id);
                 if (s.executeUpdate() != 1) {
                     return null;
                 }
@@ -272,16 +389,17 @@ public final class JdbcRetryQueue implements RetryQueue {
         }
     }
 
-    private void settle(String sql, String id, long delayMs) {
+    private void settle(String sql, Claim claim, long delayMs) {
+        String id = claim.id();
         try (Connection c = dataSource.getConnection();
                 PreparedStatement s = c.prepareStatement(sql)) {
             c.setAutoCommit(true);
+            int i = 1;
             if (delayMs > 0) {
-                s.setLong(1, delayMs);
-                s.setString(2, id);
-            } else {
-                s.setString(1, id);
+                s.setLong(i++, delayMs);
             }
+            s.setString(i++, id);
+            s.setString(i, claim.token());
             s.executeUpdate();
         } catch (SQLException e) {
             // The row stays RUNNING and is made PENDING again after the claim timeout: delivered again.

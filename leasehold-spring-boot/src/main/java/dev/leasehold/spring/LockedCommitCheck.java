@@ -1,0 +1,86 @@
+package dev.leasehold.spring;
+
+import dev.leasehold.Lease;
+import dev.leasehold.LeaseInfo;
+import dev.leasehold.LeaseLostException;
+import dev.leasehold.LockService;
+import java.util.List;
+import java.util.Optional;
+import org.springframework.transaction.ConfigurableTransactionManager;
+import org.springframework.transaction.TransactionExecution;
+import org.springframework.transaction.TransactionExecutionListener;
+import org.springframework.transaction.support.TransactionSynchronization;
+import org.springframework.transaction.support.TransactionSynchronizationManager;
+
+/**
+ * Refuses the commit of a transaction that runs under {@link Locked} leases no longer held: just
+ * before the commit each lease is checked locally and against the store (its owner and fence must
+ * still be the store's), and a lease that is not throws {@link LeaseLostException}, so the
+ * transaction rolls back. Added to every transaction manager of the context, it covers the
+ * transactions a {@code @Locked} method begins; a caller's transaction the method joins is checked
+ * by a synchronization the interceptor registers. Loaded only when spring-tx is present.
+ */
+final class LockedCommitCheck implements TransactionExecutionListener {
+
+    static final LockedCommitCheck INSTANCE = new LockedCommitCheck();
+
+    private LockedCommitCheck() {}
+
+    /** Adds the check to {@code bean} if it is a transaction manager that takes listeners. */
+    static Object addTo(Object bean) {
+        if (bean instanceof ConfigurableTransactionManager manager
+                && !manager.getTransactionExecutionListeners().contains(INSTANCE)) {
+            manager.addListener(INSTANCE);
+        }
+        return bean;
+    }
+
+    @Override
+    public void afterBegin(TransactionExecution transaction, Throwable beginFailure) {
+        if (beginFailure != null || !TransactionSynchronizationManager.isSynchronizationActive()) {
+            return;
+        }
+        Runnable check = LockedContext.commitCheck();
+        if (check != null) {
+            registerBeforeCommit(check);
+        }
+    }
+
+    /** Runs {@code check} just before the current transaction commits; returns false if none is active. */
+    static boolean registerBeforeCommit(Runnable check) {
+        if (!TransactionSynchronizationManager.isSynchronizationActive()) {
+            return false;
+        }
+        TransactionSynchronizationManager.registerSynchronization(new TransactionSynchronization() {
+            @Override
+            public int getOrder() {
+                return LOWEST_PRECEDENCE; // after the application's own before-commit work
+            }
+
+            @Override
+            public void beforeCommit(boolean readOnly) {
+                check.run();
+            }
+        });
+        return true;
+    }
+
+    /** Throws {@link LeaseLostException} unless every lease is still held, locally and in the store. */
+    static void verify(LockService locks, List<Lease> leases) {
+        for (Lease lease : leases) {
+            lease.assertHeld();
+            Optional<LeaseInfo> stored = locks.inspect(lease.key());
+            if (stored.isEmpty()
+                    || stored.get().fence() != lease.fence()
+                    || !stored.get().ownerToken().equals(lease.ownerToken())) {
+                throw new LeaseLostException(
+                        lease.key(),
+                        lease.fence(),
+                        "the lease was lost before the transaction committed"
+                                + stored.map(info -> " (the key's fence is now " + info.fence() + ")")
+                                        .orElse(" (the key is free)")
+                                + "; the transaction was rolled back");
+            }
+        }
+    }
+}
