@@ -481,6 +481,32 @@ public final class IdempotentExecutor implements AutoCloseable {
             return unknown;
         }
 
+        /**
+         * Settles the execution by how the transaction carrying its SUCCESS mark ended ({@link
+         * #committed}, {@link #rolledBack} or {@link #outcomeUnknown}), then closes it: for a caller
+         * that learns the end from a transaction manager's completion callback.
+         *
+         * @param committed whether it committed
+         * @param rolledBack whether it rolled back; neither means the commit failed, outcome unknown
+         * @param cause why it did not commit, if known
+         * @return the exception to report when the outcome is unknown, else null
+         */
+        public CommitOutcomeUnknownException transactionEnded(boolean committed, boolean rolledBack, Throwable cause) {
+            try {
+                if (committed) {
+                    committed();
+                    return null;
+                }
+                if (rolledBack) {
+                    rolledBack(cause != null ? cause : new IllegalStateException("the transaction rolled back"));
+                    return null;
+                }
+                return outcomeUnknown(cause != null ? cause : new IllegalStateException("the commit failed"));
+            } finally {
+                close();
+            }
+        }
+
         /** Stops the heartbeat and releases the session lease; safe to call more than once. */
         @Override
         public void close() {

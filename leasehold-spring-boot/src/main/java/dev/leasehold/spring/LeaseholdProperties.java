@@ -550,7 +550,10 @@ public class LeaseholdProperties implements Validator {
         private Duration maxDelay = Duration.ofMinutes(5);
         /** After this many busy attempts the retry is parked for an operator. */
         private int maxAttempts = 20;
-        /** After how long a retry claimed by an instance that died is delivered again (database queue). */
+        /**
+         * After how long without a renewal a retry's claim counts as abandoned (its instance died) and
+         * the retry is delivered again (database queue); a running retry renews it every third of this.
+         */
         private Duration claimTimeout = Duration.ofMinutes(5);
         /** The prefix of the RabbitMQ queues ({@code <prefix>.due}, {@code <prefix>.parked}, {@code <prefix>.delay.<ms>}). */
         private String rabbitQueuePrefix = "leasehold.retry";

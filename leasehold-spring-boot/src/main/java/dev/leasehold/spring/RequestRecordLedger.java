@@ -158,19 +158,7 @@ final class RequestRecordLedger implements RetryLedger {
 
         @Override
         public void afterCompletion(int status) {
-            try {
-                switch (status) {
-                    case STATUS_COMMITTED -> execution.committed();
-                    case STATUS_ROLLED_BACK ->
-                        execution.rolledBack(
-                                cause != null ? cause : new IllegalStateException("the transaction rolled back"));
-                    default ->
-                        execution.outcomeUnknown(
-                                cause != null ? cause : new IllegalStateException("the commit failed"));
-                }
-            } finally {
-                execution.close();
-            }
+            execution.transactionEnded(status == STATUS_COMMITTED, status == STATUS_ROLLED_BACK, cause);
         }
     }
 }

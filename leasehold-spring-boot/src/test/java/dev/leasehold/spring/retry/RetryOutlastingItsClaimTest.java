@@ -8,14 +8,18 @@ import dev.leasehold.LeaseOptions;
 import dev.leasehold.LockKey;
 import dev.leasehold.LockOwner;
 import dev.leasehold.LockService;
+import dev.leasehold.idempotency.RequestRecords;
 import dev.leasehold.spring.LeaseholdAutoConfiguration;
 import dev.leasehold.spring.Locked;
+import java.sql.Connection;
+import java.sql.SQLException;
 import java.time.Duration;
 import java.util.List;
 import java.util.UUID;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import javax.sql.DataSource;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -29,8 +33,11 @@ import org.springframework.boot.jdbc.autoconfigure.DataSourceTransactionManagerA
 import org.springframework.boot.test.context.assertj.AssertableApplicationContext;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 import org.springframework.boot.transaction.autoconfigure.TransactionAutoConfiguration;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
 import org.springframework.core.env.Environment;
 import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.jdbc.datasource.DelegatingDataSource;
 import org.springframework.transaction.annotation.Transactional;
 
 /**
@@ -48,6 +55,9 @@ class RetryOutlastingItsClaimTest {
 
     static volatile CountDownLatch entered = new CountDownLatch(1);
 
+    /** Whether the first call makes instance A's request records unreachable while it runs. */
+    static volatile boolean firstCallLosesItsHeartbeats;
+
     /** A slow background job: one row per committed run. */
     public static class SlowJob {
         private final JdbcTemplate jdbc;
@@ -61,16 +71,48 @@ class RetryOutlastingItsClaimTest {
         @Locked(namespace = "slow", key = "#id", onBusy = Locked.OnBusy.RETRY_LATER, retryKey = "#id")
         @Transactional
         public void run(String id) throws InterruptedException {
+            boolean first = CALLS.isEmpty();
             CALLS.add(instance);
             jdbc.update("INSERT INTO slow_effect (id, instance) VALUES (?, ?)", id, instance);
             entered.countDown();
+            if (first && firstCallLosesItsHeartbeats) {
+                RECORDS_DOWN.set(true);
+                Thread.sleep(4000); // longer than stale-after (2 s) without one renewal
+                RECORDS_DOWN.set(false);
+                return;
+            }
             Thread.sleep(JOB_TIME.toMillis()); // the job is slow: this is what is under test
+        }
+    }
+
+    /** While set, the request records of instance A cannot reach the database: its heartbeats fail. */
+    static final AtomicBoolean RECORDS_DOWN = new AtomicBoolean();
+
+    /** Instance A's request records, on a DataSource that fails while {@link #RECORDS_DOWN} is set. */
+    @Configuration(proxyBeanMethods = false)
+    static class FlakyRecords {
+        @Bean
+        RequestRecords requestRecords(DataSource dataSource) {
+            DataSource flaky = new DelegatingDataSource(dataSource) {
+                @Override
+                public Connection getConnection() throws SQLException {
+                    if (RECORDS_DOWN.get()) {
+                        throw new SQLException("records unreachable (test)", "08001");
+                    }
+                    return super.getConnection();
+                }
+            };
+            return RequestRecords.builder(flaky)
+                    .staleAfter(Duration.ofSeconds(2))
+                    .build();
         }
     }
 
     @BeforeEach
     void reset() {
         CALLS.clear();
+        RECORDS_DOWN.set(false);
+        firstCallLosesItsHeartbeats = false;
         entered = new CountDownLatch(1);
     }
 
@@ -141,6 +183,11 @@ class RetryOutlastingItsClaimTest {
             assertThat(entered.await(30, TimeUnit.SECONDS))
                     .as("one instance runs the job")
                     .isTrue();
+            // The same retry key is stored again while it runs (its key is busy: the run holds it).
+            b.getBean(SlowJob.class).run("k1");
+            assertThat(jdbc.queryForObject("SELECT status FROM leasehold_retry", String.class))
+                    .as("the running row is left to its run")
+                    .isEqualTo("RUNNING");
             await().atMost(Duration.ofSeconds(40)).untilAsserted(() -> assertThat(state(jdbc))
                     .as("calls " + CALLS)
                     .isEqualTo("ledger=SUCCESS queued=0 effects=1"));
@@ -156,6 +203,29 @@ class RetryOutlastingItsClaimTest {
                     .as("nothing left in the queue")
                     .isZero();
         }));
+    }
+
+    @Test
+    void aRunWhoseHeartbeatsFailUntilItsClaimExpiresRollsBackAndTheTaskCommitsOnce() {
+        String database = "retry-heartbeat-" + UUID.randomUUID();
+        firstCallLosesItsHeartbeats = true;
+        ApplicationContextRunner a = instance("A", database).withUserConfiguration(FlakyRecords.class);
+        a.run(context -> {
+            assertThat(context).hasNotFailed();
+            JdbcTemplate jdbc = new JdbcTemplate(context.getBean(DataSource.class));
+            storeARetry(context, "k3");
+            assertThat(entered.await(30, TimeUnit.SECONDS)).isTrue();
+
+            await().atMost(Duration.ofSeconds(40)).untilAsserted(() -> assertThat(state(jdbc))
+                    .as("calls " + CALLS)
+                    .isEqualTo("ledger=SUCCESS queued=0 effects=1"));
+            assertThat(CALLS)
+                    .as("the run that lost its claim was rolled back and the task ran again")
+                    .hasSize(2);
+            assertThat(jdbc.queryForObject("SELECT COUNT(*) FROM slow_effect", Integer.class))
+                    .as("one effect committed")
+                    .isEqualTo(1);
+        });
     }
 
     @Test
