@@ -31,6 +31,14 @@ class IdempotentScopesTest {
     }
 
     @Test
+    void aTenantThatSpellsAUserIsNotThatUser() {
+        assertThat(IdempotentScopes.scope("Payments.pay", "acme|user=alice", null))
+                .isNotEqualTo(IdempotentScopes.scope("Payments.pay", "acme", "alice"));
+        assertThat(IdempotentScopes.scope("Payments.pay|tenant=acme", null, "alice"))
+                .isNotEqualTo(IdempotentScopes.scope("Payments.pay", "acme", "alice"));
+    }
+
+    @Test
     void aLongScopeKeepsItsStartAndStaysDistinctWithinTheColumn() {
         String alice = IdempotentScopes.scope("Payments.pay", "t", "alice-" + "x".repeat(200));
         String bob = IdempotentScopes.scope("Payments.pay", "t", "bob-" + "x".repeat(200));
