@@ -39,18 +39,6 @@ class IdempotentScopesTest {
     }
 
     @Test
-    void aLongScopeKeepsItsStartAndStaysDistinctWithinTheColumn() {
-        String alice = IdempotentScopes.scope("Payments.pay", "t", "alice-" + "x".repeat(200));
-        String bob = IdempotentScopes.scope("Payments.pay", "t", "bob-" + "x".repeat(200));
-
-        assertThat(alice)
-                .hasSizeLessThanOrEqualTo(IdempotentScopes.MAX_SCOPE)
-                .startsWith("Payments.pay|tenant=t|user=alice");
-        assertThat(bob).hasSizeLessThanOrEqualTo(IdempotentScopes.MAX_SCOPE);
-        assertThat(alice).isNotEqualTo(bob);
-    }
-
-    @Test
     void theDefaultPayloadLeavesOutWebInfrastructureAndKeepsARequestEntitysBody() throws Exception {
         Method pay = getClass()
                 .getDeclaredMethod("pay", String.class, HttpServletRequest.class, Principal.class, HttpHeaders.class);

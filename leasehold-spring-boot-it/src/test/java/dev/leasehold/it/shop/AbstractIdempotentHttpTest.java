@@ -297,42 +297,58 @@ abstract class AbstractIdempotentHttpTest {
 
     // ------------------------------------------------------------------ answer shapes
 
+    /**
+     * Posts the same payment to {@code /plain/<shape>} (plain MVC) and twice with one key to {@code
+     * /shapes/<shape>}: the first answer must be plain MVC's, the second its replay; one booking.
+     */
+    Http.Answer sentAsPlainMvcAndReplayed(String shape, String amount) throws Exception {
+        String key = key();
+        Http.Answer plain = http.post("/plain/" + shape, "alice", null, payment(account, amount));
+        Http.Answer first = http.post("/shapes/" + shape, "alice", key, payment(account, amount));
+        Http.Answer replay = http.post("/shapes/" + shape, "alice", key, payment(account, amount));
+
+        for (Http.Answer answer : List.of(first, replay)) {
+            assertThat(answer.status()).as(answer.toString()).isEqualTo(plain.status());
+            assertThat(answer.body()).as(answer.toString()).isEqualTo(plain.body());
+            assertThat(answer.header("Content-Type")).isEqualTo(plain.header("Content-Type"));
+            assertThat(answer.header("Location")).isEqualTo(plain.header("Location"));
+        }
+        assertThat(first.replayed()).isFalse();
+        assertThat(replay.replayed()).isTrue();
+        assertThat(ledger.payments(account)).isEqualTo(1);
+        return plain;
+    }
+
     @Test
     void aVoidHandlerWritingItsOwn201IsSentAsPlainMvcSendsItAndReplayedTheSame() throws Exception {
-        String key = key();
-        Http.Answer plain = http.post("/plain/void-created", "alice", null, payment(account, "3"));
-        Http.Answer first = http.post("/shapes/void-created", "alice", key, payment(account, "3"));
-        Http.Answer replay = http.post("/shapes/void-created", "alice", key, payment(account, "3"));
+        Http.Answer plain = sentAsPlainMvcAndReplayed("void-created", "3");
 
-        assertThat(plain.status()).as(plain.toString()).isEqualTo(201);
-        assertThat(first.status()).as(first.toString()).isEqualTo(201);
-        assertThat(first.body()).isEqualTo(plain.body());
-        assertThat(first.header("Content-Type")).isEqualTo(plain.header("Content-Type"));
-        assertThat(first.header("Location")).isEqualTo(plain.header("Location"));
-        assertThat(replay.status()).as(replay.toString()).isEqualTo(201);
-        assertThat(replay.replayed()).isTrue();
-        assertThat(replay.body()).isEqualTo(first.body());
-        assertThat(replay.header("Content-Type")).isEqualTo(first.header("Content-Type"));
-        assertThat(replay.header("Location")).isEqualTo(first.header("Location"));
-        assertThat(ledger.payments(account)).isEqualTo(1);
+        assertThat(plain.status()).isEqualTo(201);
+        assertThat(plain.header("Location")).isEqualTo("/accounts/" + account);
+        assertThat(plain.text()).isEqualTo("{\"account\":\"" + account + "\",\"booked\":true}");
     }
 
     @Test
     void aJsonStringIsSentAsPlainMvcSendsItAndReplayedTheSame() throws Exception {
-        String key = key();
-        Http.Answer plain = http.post("/plain/json-string", "alice", null, payment(account, "4"));
-        Http.Answer first = http.post("/shapes/json-string", "alice", key, payment(account, "4"));
-        Http.Answer replay = http.post("/shapes/json-string", "alice", key, payment(account, "4"));
+        Http.Answer plain = sentAsPlainMvcAndReplayed("json-string", "4");
 
-        assertThat(plain.text()).isEqualTo("{\"account\":\"" + account + "\",\"note\":\"caf\u00e9\"}");
-        assertThat(first.status()).as(first.toString()).isEqualTo(plain.status());
-        assertThat(first.text()).as("not encoded a second time").isEqualTo(plain.text());
-        assertThat(first.body()).isEqualTo(plain.body());
-        assertThat(first.header("Content-Type")).isEqualTo(plain.header("Content-Type"));
-        assertThat(replay.replayed()).isTrue();
-        assertThat(replay.body()).isEqualTo(first.body());
-        assertThat(replay.header("Content-Type")).isEqualTo(first.header("Content-Type"));
-        assertThat(ledger.payments(account)).isEqualTo(1);
+        assertThat(plain.status()).isEqualTo(200);
+        assertThat(plain.header("Content-Type")).startsWith("application/json");
+        assertThat(plain.text())
+                .as("the text itself, not encoded a second time")
+                .isEqualTo("{\"account\":\"" + account + "\",\"note\":\"caf\u00e9\"}");
+    }
+
+    @Test
+    void aBodyLargerThanTheLimitIs413AndNothingRuns() throws Exception {
+        String note = "n".repeat(1024 * 1024);
+        String body = "{\"account\":\"" + account + "\",\"amount\":1,\"note\":\"" + note + "\"}";
+        Http.Answer answer = http.post("/wallet/payments", "alice", key(), body);
+
+        assertThat(answer.status())
+                .as("%d %s", answer.status(), answer.header("Content-Type"))
+                .isEqualTo(413);
+        assertThat(ledger.payments(account)).isZero();
     }
 
     @Test
