@@ -42,8 +42,17 @@ import java.lang.annotation.Target;
  * {@code leasehold.idempotency.replay-headers} (default {@code Location}, {@code ETag}, {@code
  * Content-Location}, {@code Last-Modified}; never {@code Set-Cookie}) are stored, and the first answer
  * and every replay are those exact bytes ({@code #replayIsByteIdenticalWithStatusContentTypeAndAllowListedHeaders}).
- * The body is written with the application's own JSON mapper. Any other method's result is stored as
- * JSON and read back into its return type.
+ * The body is what plain MVC sends: a document is written with the application's own JSON mapper, a
+ * {@code String} as the text itself whatever its content type ({@code
+ * #aJsonStringIsSentAsPlainMvcSendsItAndReplayedTheSame}), and a {@code void} handler's own status and
+ * body written through its {@code HttpServletResponse} argument are kept until they are stored, then
+ * sent ({@code #aVoidHandlerWritingItsOwn201IsSentAsPlainMvcSendsItAndReplayedTheSame}). Answers that
+ * cannot be stored exactly (a {@code StreamingResponseBody}, an emitter, a deferred or asynchronous
+ * result, a {@code Resource} or a view, also inside a {@code ResponseEntity}) fail startup naming the
+ * method ({@code IdempotentAnswerShapesStartupTest}); returned through a wider type, they are refused
+ * with 500 {@code response-not-storable} and rolled back ({@code
+ * #aStreamBehindAWildcardEntityIsRefusedAndItsWriteRolledBack}). Any other method's result is stored
+ * as JSON and read back into its return type.
  *
  * <p>Which answers are stored: every response the method returns with a status below 500, business
  * 4xx answers included ({@code #aBusiness422IsStoredAndReplayedWithoutRunningAgain}). A returned 5xx
@@ -58,7 +67,11 @@ import java.lang.annotation.Target;
  * leasehold.idempotency.tenant-header} request header) and the authenticated principal (Spring
  * Security's authenticated, non-anonymous {@code Authentication} name, else the servlet request's
  * user principal). Two callers sending the same key value get two executions ({@code
- * #twoPrincipalsWithTheSameKeyValueEachGetTheirOwnExecution}).
+ * #twoPrincipalsWithTheSameKeyValueEachGetTheirOwnExecution}). The scope is a structured value whose
+ * parts cannot imitate one another, so a guest whose tenant header spells a user never reaches that
+ * user's records ({@code #aGuestWhoseTenantHeaderImitatesAUserNeverGetsThatUsersReceipt}). A tenant
+ * must match {@code leasehold.idempotency.tenant-pattern}, else the answer is 400 {@code
+ * tenant-invalid} naming the header ({@code #aTabOrANonAsciiByteInTheTenantHeaderIs400NamingTheHeader}).
  *
  * <h2>Payload</h2>
  *
@@ -66,7 +79,11 @@ import java.lang.annotation.Target;
  * argument except the web infrastructure ones: servlet request, response and session, {@code
  * Principal}/{@code Authentication}, {@code WebRequest}, {@code Model}, {@code Errors}, {@code
  * HttpHeaders}, streams, readers and writers, multipart parts and {@code @AuthenticationPrincipal}
- * arguments.
+ * arguments. For a Spring MVC handler the request body argument counts as the body was received
+ * (canonical JSON of its bytes, or the SHA-256 of a body that is not JSON), not as the argument
+ * would be written back out, so a property that is read but never written counts too ({@code
+ * #aWriteOnlyAmountAndASetterOnlyMemoCountInTheFingerprint}); such a body may be at most {@code
+ * leasehold.idempotency.max-body-size}.
  */
 @Target(ElementType.METHOD)
 @Retention(RetentionPolicy.RUNTIME)

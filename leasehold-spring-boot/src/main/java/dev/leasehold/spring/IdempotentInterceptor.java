@@ -15,6 +15,7 @@ import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.util.function.Consumer;
 import java.util.function.Supplier;
+import java.util.regex.Pattern;
 import javax.sql.DataSource;
 import org.aopalliance.intercept.MethodInterceptor;
 import org.aopalliance.intercept.MethodInvocation;
@@ -51,6 +52,7 @@ final class IdempotentInterceptor implements MethodInterceptor {
     private final LeaseholdObservations observations;
     private final KeyExpressions expressions = new KeyExpressions();
     private volatile IdempotentResponses responses;
+    private volatile Pattern tenantPattern;
 
     IdempotentInterceptor(
             Supplier<Services> services,
@@ -121,10 +123,22 @@ final class IdempotentInterceptor implements MethodInterceptor {
             IdempotentResponses answers,
             Consumer<String> outcomes)
             throws Throwable {
-        Object payload = idempotent.payload().isEmpty()
-                ? IdempotentScopes.payload(specific, invocation.getArguments())
-                : expressions.value(idempotent.payload(), context);
-        String fingerprint = fingerprint(s.json(), payload, specific);
+        Class<?> returnType = specific.getReturnType();
+        boolean handler = WebRequests.isHandler(specific) && (returnType == void.class || !returnType.isPrimitive());
+        String fingerprint;
+        if (!idempotent.payload().isEmpty()) {
+            fingerprint = fingerprint(s.json(), expressions.value(idempotent.payload(), context), specific);
+        } else {
+            IdempotentRequestBodies.Received body = handler ? WebRequests.receivedBody() : null;
+            fingerprint = body == null
+                    ? fingerprint(s.json(), IdempotentScopes.payload(specific, invocation.getArguments()), specific)
+                    : CanonicalJson.fingerprint(IdempotentScopes.payloadJson(
+                            specific,
+                            invocation.getArguments(),
+                            body.parameter(),
+                            body.json(),
+                            value -> new String(write(s.json(), value, specific), StandardCharsets.UTF_8)));
+        }
         LockKey session = null;
         if (!idempotent.session().isEmpty()) {
             try {
@@ -133,9 +147,6 @@ final class IdempotentInterceptor implements MethodInterceptor {
                 throw new InvalidLockKeyException(e.getMessage(), e);
             }
         }
-        Class<?> returnType = specific.getReturnType();
-        boolean handler = WebRequests.isHandler(specific) && (returnType == void.class || !returnType.isPrimitive());
-
         IdempotentExecutor.Start start = s.executor()
                 .start(new IdempotentExecutor.Submission(
                         scope, key, fingerprint, session, properties.getLock().getLeaseTime()));
@@ -199,8 +210,9 @@ final class IdempotentInterceptor implements MethodInterceptor {
         IdempotentResponses.Captured captured;
         try {
             execution.assertOwned();
+            BufferedResponse buffered = handler ? WebRequests.buffer(invocation) : null;
             value = invocation.proceed();
-            captured = answers.capture(value, method, handler);
+            captured = answers.capture(value, method, handler, buffered);
             if (captured.stored().status() >= 500) {
                 settlement.cause = new IllegalStateException(
                         "the method answered " + captured.stored().status() + "; a 5xx answer is not stored");
@@ -272,26 +284,62 @@ final class IdempotentInterceptor implements MethodInterceptor {
             return IdempotentScopes.scope(base, null, null);
         }
         String tenant;
+        String header = null;
         if (!idempotent.tenant().isEmpty()) {
             tenant = KeyExpressions.text(expressions.value(idempotent.tenant(), context));
         } else {
-            String header = properties.getIdempotency().getTenantHeader();
+            header = properties.getIdempotency().getTenantHeader();
             tenant = header == null || header.isBlank() ? null : WebRequests.header(header);
+        }
+        if (tenant != null && !tenant.isEmpty()) {
+            checkTenant(
+                    tenant,
+                    header,
+                    header != null ? header + " header" : "tenant expression '" + idempotent.tenant() + "'");
         }
         return IdempotentScopes.scope(base, tenant, Callers.principal());
     }
 
+    /** Refuses a tenant that does not match the configured pattern, naming where it came from. */
+    private void checkTenant(String tenant, String header, String source) {
+        String configured = properties.getIdempotency().getTenantPattern();
+        Pattern pattern = tenantPattern;
+        if (pattern == null || !pattern.pattern().equals(configured)) {
+            pattern = Pattern.compile(configured);
+            tenantPattern = pattern;
+        }
+        if (!pattern.matcher(tenant).matches()) {
+            throw new InvalidTenantException(
+                    header,
+                    "the " + source + " is not a valid tenant (" + describe(tenant)
+                            + "); a tenant matches leasehold.idempotency.tenant-pattern " + configured);
+        }
+    }
+
+    /** What a refused tenant is like, without echoing it: its first unusual character, or its length. */
+    private static String describe(String tenant) {
+        for (int i = 0; i < tenant.length(); i++) {
+            char c = tenant.charAt(i);
+            if (c < '!' || c > '~') {
+                return "found U+" + String.format("%04X", (int) c) + " at index " + i;
+            }
+        }
+        return tenant.length() + " characters";
+    }
+
     private static String fingerprint(LeaseholdJson json, Object payload, Method method) {
-        String text;
+        return CanonicalJson.fingerprint(new String(write(json, payload, method), StandardCharsets.UTF_8));
+    }
+
+    private static byte[] write(LeaseholdJson json, Object payload, Method method) {
         try {
-            text = new String(json.write(payload), StandardCharsets.UTF_8);
+            return json.write(payload);
         } catch (LeaseholdJson.JsonFailure e) {
             throw new ResponseNotStorableException(
                     "the payload of " + method.getName() + " cannot be fingerprinted: " + e.getMessage()
                             + "; name what identifies the request with @Idempotent(payload = ...)",
                     e);
         }
-        return CanonicalJson.fingerprint(text);
     }
 
     private IdempotentResponses responses(Services s) {

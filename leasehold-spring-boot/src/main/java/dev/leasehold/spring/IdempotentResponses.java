@@ -4,6 +4,7 @@ import dev.leasehold.idempotency.StoredResponse;
 import java.lang.reflect.Method;
 import java.lang.reflect.ParameterizedType;
 import java.lang.reflect.Type;
+import java.nio.charset.Charset;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
@@ -52,7 +53,8 @@ final class IdempotentResponses {
      *     MVC would write it (text as text, bytes as bytes, the rest as JSON)
      * @throws ResponseNotStorableException if the answer cannot be written
      */
-    Captured capture(Object value, Method method, boolean handler) {
+    Captured capture(Object value, Method method, boolean handler, BufferedResponse written) {
+        String where = method.getDeclaringClass().getSimpleName() + "." + method.getName();
         int status = 200;
         List<StoredResponse.Header> headers = List.of();
         Object body = value;
@@ -60,8 +62,16 @@ final class IdempotentResponses {
             status = WebRequests.status(value);
             headers = WebRequests.headers(value);
             body = WebRequests.body(value);
-        } else if (handler && WEB_ANNOTATIONS) {
-            status = declaredStatus(method, status);
+        } else if (handler && written != null) {
+            status = WEB_ANNOTATIONS ? declaredStatus(method, written.getStatus()) : written.getStatus();
+        }
+        if (body != null) {
+            String reason = notStorable(body.getClass());
+            if (reason != null) {
+                throw new ResponseNotStorableException(
+                        "the response of " + where + " is a " + body.getClass().getSimpleName() + ", which " + reason,
+                        null);
+            }
         }
         String contentType = null;
         for (StoredResponse.Header header : headers) {
@@ -70,14 +80,31 @@ final class IdempotentResponses {
             }
         }
         byte[] bytes;
+        byte[] own = written == null ? null : written.body();
+        if (written != null && written.error() != null) {
+            throw new ResponseNotStorableException(
+                    "the response of " + where + " is sent with sendError(" + written.error() + "), whose error page"
+                            + " is rendered after the method returns; throw an exception or return a ResponseEntity",
+                    null);
+        }
         try {
-            if (body == null) {
+            if (own != null) {
+                if (body != null) {
+                    throw new ResponseNotStorableException(
+                            "the response of " + where + " is written to the servlet response and returned as well;"
+                                    + " do one or the other",
+                            null);
+                }
+                bytes = own;
+                contentType = written.getContentType();
+            } else if (body == null) {
                 bytes = null;
             } else if (handler && body instanceof byte[] raw) {
                 bytes = raw;
                 contentType = contentType != null ? contentType : BYTES;
-            } else if (handler && body instanceof CharSequence text && !isJson(contentType)) {
-                bytes = text.toString().getBytes(StandardCharsets.UTF_8);
+            } else if (handler && body instanceof CharSequence text) {
+                // As MVC writes a String: the text itself, whatever its content type says.
+                bytes = text.toString().getBytes(charset(contentType));
                 contentType = contentType != null ? contentType : TEXT;
             } else {
                 bytes = json.write(body);
@@ -85,8 +112,8 @@ final class IdempotentResponses {
             }
         } catch (LeaseholdJson.JsonFailure e) {
             throw new ResponseNotStorableException(
-                    "the response of " + method.getDeclaringClass().getSimpleName() + "." + method.getName()
-                            + " cannot be stored: " + e.getMessage() + " (with " + json.describe() + ")",
+                    "the response of " + where + " cannot be stored: " + e.getMessage() + " (with " + json.describe()
+                            + ")",
                     e);
         }
         List<StoredResponse.Header> replayed = new ArrayList<>();
@@ -138,8 +165,69 @@ final class IdempotentResponses {
         return declared == null ? fallback : declared.code().value();
     }
 
-    private static boolean isJson(String contentType) {
-        return contentType != null && contentType.toLowerCase(Locale.ROOT).contains("json");
+    /** The charset a text answer is written in: its content type's, else UTF-8 (as Boot's MVC writes text). */
+    private static Charset charset(String contentType) {
+        if (contentType != null) {
+            try {
+                Charset declared = org.springframework.http.MediaType.parseMediaType(contentType)
+                        .getCharset();
+                if (declared != null) {
+                    return declared;
+                }
+            } catch (IllegalArgumentException e) {
+                // a malformed content type is refused when the answer is stored
+            }
+        }
+        return StandardCharsets.UTF_8;
+    }
+
+    /**
+     * Why an answer of {@code type} cannot be stored exactly, or null if it can: a body written
+     * after the method returns (a stream, an emitter, a deferred or asynchronous result), a resource
+     * (MVC serves ranges and types of its own) or a view.
+     */
+    static String notStorable(Class<?> type) {
+        if (LockedMethodsCheck.isAsync(type)) {
+            return "finishes after the method returns";
+        }
+        for (String name : AFTER_RETURN) {
+            if (isA(type, name)) {
+                return "is written after the method returns";
+            }
+        }
+        for (String name : NOT_A_DOCUMENT) {
+            if (isA(type, name)) {
+                return "MVC writes in a way of its own (ranges, content types or a view)";
+            }
+        }
+        return null;
+    }
+
+    private static final List<String> AFTER_RETURN = List.of(
+            "org.springframework.web.servlet.mvc.method.annotation.StreamingResponseBody",
+            "org.springframework.web.servlet.mvc.method.annotation.ResponseBodyEmitter",
+            "org.springframework.web.context.request.async.DeferredResult",
+            "org.springframework.web.context.request.async.WebAsyncTask",
+            "java.util.concurrent.Callable",
+            "java.io.InputStream");
+    private static final List<String> NOT_A_DOCUMENT = List.of(
+            "org.springframework.core.io.Resource",
+            "org.springframework.core.io.support.ResourceRegion",
+            "org.springframework.web.servlet.ModelAndView",
+            "org.springframework.web.servlet.View");
+
+    private static boolean isA(Class<?> type, String name) {
+        for (Class<?> c = type; c != null; c = c.getSuperclass()) {
+            if (c.getName().equals(name)) {
+                return true;
+            }
+            for (Class<?> implemented : c.getInterfaces()) {
+                if (isA(implemented, name)) {
+                    return true;
+                }
+            }
+        }
+        return false;
     }
 
     private static boolean isProblem(Object body) {

@@ -1,6 +1,6 @@
 package dev.leasehold.spring;
 
-import dev.leasehold.idempotency.CanonicalJson;
+import dev.leasehold.idempotency.RequestScope;
 import java.io.InputStream;
 import java.io.OutputStream;
 import java.io.Reader;
@@ -10,13 +10,15 @@ import java.lang.reflect.Method;
 import java.security.Principal;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.function.BiConsumer;
+import java.util.function.Function;
 import org.springframework.util.ClassUtils;
 
 /** The default scope and payload of an {@link Idempotent} call. Thread-safe. */
 final class IdempotentScopes {
 
     /** The longest scope a request record holds. */
-    static final int MAX_SCOPE = 128;
+    static final int MAX_SCOPE = RequestScope.MAX_LENGTH;
 
     private static final List<Class<?>> INFRASTRUCTURE = present(
             "jakarta.servlet.ServletRequest",
@@ -51,16 +53,36 @@ final class IdempotentScopes {
     /** The arguments that make up the default payload: all but the web infrastructure ones. */
     static List<Object> payload(Method method, Object[] arguments) {
         List<Object> payload = new ArrayList<>(arguments.length);
+        forEachPayloadArgument(method, arguments, (index, value) -> payload.add(value));
+        return payload;
+    }
+
+    /**
+     * The default payload as one JSON array: each payload argument as {@code write} gives it, but
+     * the argument at {@code bodyIndex} as {@code bodyJson}, the request body as received.
+     */
+    static String payloadJson(
+            Method method, Object[] arguments, int bodyIndex, String bodyJson, Function<Object, String> write) {
+        StringBuilder json = new StringBuilder("[");
+        forEachPayloadArgument(method, arguments, (index, value) -> {
+            if (json.length() > 1) {
+                json.append(',');
+            }
+            json.append(index == bodyIndex ? bodyJson : write.apply(value));
+        });
+        return json.append(']').toString();
+    }
+
+    private static void forEachPayloadArgument(Method method, Object[] arguments, BiConsumer<Integer, Object> each) {
         Class<?>[] types = method.getParameterTypes();
         Annotation[][] annotations = method.getParameterAnnotations();
         for (int i = 0; i < arguments.length; i++) {
             if (WebRequests.isHttpEntity(arguments[i])) {
-                payload.add(WebRequests.entityBody(arguments[i]));
+                each.accept(i, WebRequests.entityBody(arguments[i]));
             } else if (!infrastructure(types[i], arguments[i], annotations[i])) {
-                payload.add(arguments[i]);
+                each.accept(i, arguments[i]);
             }
         }
-        return payload;
     }
 
     private static boolean infrastructure(Class<?> type, Object argument, Annotation[] annotations) {
@@ -77,29 +99,8 @@ final class IdempotentScopes {
         return false;
     }
 
-    /**
-     * The scope of a call: {@code base}, then {@code |tenant=} and {@code |user=} when known. A
-     * scope longer than {@value #MAX_SCOPE} characters keeps a readable start and ends with the
-     * SHA-256 of the whole, so distinct scopes stay distinct.
-     */
+    /** The stored form of a call's scope (see {@link RequestScope}). */
     static String scope(String base, String tenant, String principal) {
-        StringBuilder scope = new StringBuilder(base);
-        if (tenant != null && !tenant.isEmpty()) {
-            scope.append("|tenant=").append(tenant);
-        }
-        if (principal != null) {
-            scope.append("|user=").append(principal);
-        }
-        String full = scope.toString();
-        if (full.length() <= MAX_SCOPE) {
-            return full;
-        }
-        String hash = CanonicalJson.sha256(full);
-        int keep = MAX_SCOPE - hash.length() - 1;
-        String start = full.substring(0, keep);
-        if (Character.isHighSurrogate(start.charAt(start.length() - 1))) {
-            start = start.substring(0, start.length() - 1);
-        }
-        return start + "#" + hash;
+        return new RequestScope(base, tenant, principal).text();
     }
 }

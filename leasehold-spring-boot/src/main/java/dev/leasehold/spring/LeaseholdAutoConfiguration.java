@@ -399,6 +399,11 @@ public class LeaseholdAutoConfiguration {
         }
 
         @Bean
+        static IdempotentMethodsCheck leaseholdIdempotentMethodsCheck(ListableBeanFactory beans) {
+            return new IdempotentMethodsCheck(beans);
+        }
+
+        @Bean
         @Role(BeanDefinition.ROLE_INFRASTRUCTURE)
         static Advisor leaseholdIdempotentAdvisor(
                 ObjectProvider<IdempotentExecutor> executor,
@@ -434,6 +439,13 @@ public class LeaseholdAutoConfiguration {
         @ConditionalOnMissingBean
         LeaseholdProblemHandler leaseholdProblemHandler() {
             return new LeaseholdProblemHandler();
+        }
+
+        /** The request bodies of @Idempotent handlers as received, for their fingerprints. */
+        @Bean
+        @ConditionalOnClass(name = "dev.leasehold.idempotency.IdempotentExecutor")
+        IdempotentRequestBodies leaseholdIdempotentRequestBodies(LeaseholdProperties properties) {
+            return new IdempotentRequestBodies(properties);
         }
     }
 

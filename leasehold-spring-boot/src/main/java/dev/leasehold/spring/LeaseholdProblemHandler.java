@@ -30,7 +30,8 @@ import org.springframework.web.bind.annotation.RestControllerAdvice;
  *   <li>{@code lock-busy} 409 (with {@code Retry-After}), {@code request-in-progress} 409, {@code
  *       session-busy} 409, {@code request-taken-over} 409, {@code lease-lost} 409, {@code stale-fence} 409;
  *   <li>{@code idempotency-key-reused} 422, {@code idempotency-key-missing} 400, {@code
- *       idempotency-key-invalid} 400 (with the {@code rule} broken), {@code invalid-lock-key} 400;
+ *       idempotency-key-invalid} 400 (with the {@code rule} broken), {@code invalid-lock-key} 400,
+ *       {@code tenant-invalid} 400 (with the {@code header} or tenant expression it came from);
  *   <li>{@code lock-store-unavailable} 503, {@code request-outcome-unknown} 503;
  *   <li>{@code idempotency-schema-missing} 500 (with the {@code table}), {@code response-not-storable}
  *       500, {@code leasehold-failure} 500 for any other Leasehold exception.
@@ -108,6 +109,15 @@ public class LeaseholdProblemHandler {
     ResponseEntity<ProblemDetail> invalidKey(InvalidLockKeyException e) {
         return answer(
                 e, problem(HttpStatus.BAD_REQUEST, "invalid-lock-key", "Invalid resource key", e.getMessage()), null);
+    }
+
+    @ExceptionHandler(InvalidTenantException.class)
+    ResponseEntity<ProblemDetail> invalidTenant(InvalidTenantException e) {
+        ProblemDetail problem = problem(HttpStatus.BAD_REQUEST, "tenant-invalid", "Tenant invalid", e.getMessage());
+        if (e.header() != null) {
+            problem.setProperty("header", e.header());
+        }
+        return answer(e, problem, null);
     }
 
     @ExceptionHandler(CommitOutcomeUnknownException.class)

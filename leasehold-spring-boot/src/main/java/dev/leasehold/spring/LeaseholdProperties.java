@@ -6,6 +6,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.regex.Pattern;
 import org.springframework.boot.context.properties.ConfigurationProperties;
+import org.springframework.util.unit.DataSize;
 import org.springframework.validation.Errors;
 import org.springframework.validation.Validator;
 import org.springframework.validation.annotation.Validated;
@@ -62,6 +63,24 @@ public class LeaseholdProperties implements Validator {
         positive(errors, "idempotency.retention", p.idempotency.retention);
         if (p.idempotency.header == null || p.idempotency.header.isBlank()) {
             errors.reject("leasehold.idempotency.header", "leasehold.idempotency.header must not be blank");
+        }
+        try {
+            Pattern.compile(p.idempotency.tenantPattern == null ? "" : p.idempotency.tenantPattern);
+            if (p.idempotency.tenantPattern == null || p.idempotency.tenantPattern.isEmpty()) {
+                errors.reject(
+                        "leasehold.idempotency.tenant-pattern",
+                        "leasehold.idempotency.tenant-pattern must not be empty");
+            }
+        } catch (java.util.regex.PatternSyntaxException e) {
+            errors.reject(
+                    "leasehold.idempotency.tenant-pattern",
+                    "leasehold.idempotency.tenant-pattern must be a Java regular expression, was "
+                            + p.idempotency.tenantPattern + ": " + e.getDescription());
+        }
+        if (p.idempotency.maxBodySize == null || p.idempotency.maxBodySize.toBytes() < 1) {
+            errors.reject(
+                    "leasehold.idempotency.max-body-size",
+                    "leasehold.idempotency.max-body-size must be positive, was " + p.idempotency.maxBodySize);
         }
         if (p.idempotency.abandonedAfter != null) {
             positive(errors, "idempotency.abandoned-after", p.idempotency.abandonedAfter);
@@ -377,6 +396,17 @@ public class LeaseholdProperties implements Validator {
          */
         private String tenantHeader;
         /**
+         * What a valid tenant looks like (a Java regular expression the whole tenant must match,
+         * from the tenant header or an @Idempotent tenant expression); anything else is a 400 problem
+         * naming the header. Default: 1 to 64 printable ASCII characters, no space.
+         */
+        private String tenantPattern = "[!-~]{1,64}";
+        /**
+         * The largest request body an @Idempotent MVC handler accepts: the body is kept in memory
+         * as received, for the fingerprint; a larger one is refused with 413.
+         */
+        private DataSize maxBodySize = DataSize.ofMegabytes(1);
+        /**
          * The response headers stored with an answer and sent again on a replay (case-insensitive);
          * Set-Cookie is never stored.
          */
@@ -428,6 +458,22 @@ public class LeaseholdProperties implements Validator {
 
         public void setTenantHeader(String tenantHeader) {
             this.tenantHeader = tenantHeader;
+        }
+
+        public DataSize getMaxBodySize() {
+            return maxBodySize;
+        }
+
+        public void setMaxBodySize(DataSize maxBodySize) {
+            this.maxBodySize = maxBodySize;
+        }
+
+        public String getTenantPattern() {
+            return tenantPattern;
+        }
+
+        public void setTenantPattern(String tenantPattern) {
+            this.tenantPattern = tenantPattern;
         }
 
         public List<String> getReplayHeaders() {

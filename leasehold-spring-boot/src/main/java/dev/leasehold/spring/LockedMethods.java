@@ -1,5 +1,6 @@
 package dev.leasehold.spring;
 
+import java.lang.annotation.Annotation;
 import java.lang.reflect.Method;
 import java.util.ArrayList;
 import java.util.List;
@@ -8,7 +9,7 @@ import org.springframework.core.annotation.AnnotatedElementUtils;
 import org.springframework.util.ClassUtils;
 import org.springframework.util.ReflectionUtils;
 
-/** Finds the {@link Locked} methods of the beans a factory defines, without creating any bean. */
+/** Finds the {@link Locked} (or other annotated) methods of the beans a factory defines, without creating any bean. */
 final class LockedMethods {
 
     /** A {@link Locked} method of a bean. */
@@ -22,6 +23,19 @@ final class LockedMethods {
 
     static List<Found> scan(ListableBeanFactory beans) {
         List<Found> found = new ArrayList<>();
+        annotated(
+                beans, Locked.class, (name, user, method, locked) -> found.add(new Found(name, user, method, locked)));
+        return found;
+    }
+
+    /** What {@link #annotated} gives for each annotated method. */
+    @FunctionalInterface
+    interface Visitor<A extends Annotation> {
+        void visit(String bean, Class<?> type, Method method, A annotation);
+    }
+
+    /** Visits every method of the factory's bean types that carries {@code annotation}. */
+    static <A extends Annotation> void annotated(ListableBeanFactory beans, Class<A> annotation, Visitor<A> visitor) {
         for (String name : beans.getBeanDefinitionNames()) {
             Class<?> type;
             try {
@@ -34,13 +48,12 @@ final class LockedMethods {
             }
             Class<?> user = ClassUtils.getUserClass(type);
             ReflectionUtils.doWithMethods(user, method -> {
-                Locked locked = AnnotatedElementUtils.findMergedAnnotation(method, Locked.class);
-                if (locked != null) {
-                    found.add(new Found(name, user, method, locked));
+                A found = AnnotatedElementUtils.findMergedAnnotation(method, annotation);
+                if (found != null) {
+                    visitor.visit(name, user, method, found);
                 }
             });
         }
-        return found;
     }
 
     static boolean usesRetryLater(ListableBeanFactory beans) {

@@ -45,6 +45,17 @@ final class WebRequests {
         return servlet == null ? null : servlet.getRequest().getHeader(name);
     }
 
+    /** The request body of the current request as received, if an {@link Idempotent} handler read one. */
+    static IdempotentRequestBodies.Received receivedBody() {
+        ServletRequestAttributes servlet = current();
+        return servlet == null
+                ? null
+                : servlet.getRequest().getAttribute(IdempotentRequestBodies.ATTRIBUTE)
+                                instanceof IdempotentRequestBodies.Received received
+                        ? received
+                        : null;
+    }
+
     /** The name of the servlet request's authenticated user, or null. */
     static String userPrincipal() {
         ServletRequestAttributes servlet = current();
@@ -69,6 +80,28 @@ final class WebRequests {
         return handler instanceof HandlerMethod handlerMethod
                 && BridgeMethodResolver.findBridgedMethod(handlerMethod.getMethod())
                         .equals(method);
+    }
+
+    /**
+     * Gives the handler of {@code invocation} a {@link BufferedResponse} in place of the servlet
+     * response, and of its output stream or writer, so that nothing it writes reaches the client
+     * before its answer is stored.
+     */
+    static BufferedResponse buffer(org.aopalliance.intercept.MethodInvocation invocation) {
+        HttpServletResponse response = current().getResponse();
+        BufferedResponse buffered = new BufferedResponse(response);
+        Object[] arguments = invocation.getArguments();
+        Class<?>[] types = invocation.getMethod().getParameterTypes();
+        for (int i = 0; i < arguments.length; i++) {
+            if (arguments[i] instanceof jakarta.servlet.ServletResponse) {
+                arguments[i] = buffered;
+            } else if (arguments[i] instanceof jakarta.servlet.ServletOutputStream) {
+                arguments[i] = buffered.getOutputStream();
+            } else if (arguments[i] instanceof java.io.Writer && types[i].isAssignableFrom(java.io.PrintWriter.class)) {
+                arguments[i] = buffered.getWriter();
+            }
+        }
+        return buffered;
     }
 
     static boolean isResponseEntity(Object value) {

@@ -14,7 +14,8 @@ import org.springframework.security.web.SecurityFilterChain;
 /**
  * A stock Spring Boot 4 service as a new user writes it: the Leasehold starter, Boot's web, JDBC,
  * security and actuator starters, and nothing else (Jackson 3 only). Payments are booked with
- * {@code @Idempotent}; two users, {@code alice} and {@code bob}, sign in with HTTP basic.
+ * {@code @Idempotent}; two users, {@code alice} and {@code bob}, sign in with HTTP basic, and
+ * {@code /wallet} is open to guests too.
  */
 @SpringBootApplication
 public class ShopApplication {
@@ -30,7 +31,7 @@ public class ShopApplication {
     SecurityFilterChain security(HttpSecurity http) throws Exception {
         return http.csrf(csrf -> csrf.disable())
                 .sessionManagement(session -> session.sessionCreationPolicy(SessionCreationPolicy.STATELESS))
-                .authorizeHttpRequests(requests -> requests.requestMatchers("/actuator/health")
+                .authorizeHttpRequests(requests -> requests.requestMatchers("/actuator/health", "/wallet/**")
                         .permitAll()
                         .anyRequest()
                         .authenticated())

@@ -9,8 +9,10 @@ import dev.leasehold.LockKey;
 import dev.leasehold.LockOwner;
 import dev.leasehold.LockService;
 import java.math.BigDecimal;
+import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.time.LocalDate;
+import java.util.List;
 import java.util.UUID;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -31,7 +33,11 @@ import tools.jackson.databind.json.JsonMapper;
 @SpringBootTest(
         classes = ShopApplication.class,
         webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT,
-        properties = {"leasehold.retry.poll-interval=200ms", "leasehold.retry.initial-delay=300ms"})
+        properties = {
+            "leasehold.retry.poll-interval=200ms",
+            "leasehold.retry.initial-delay=300ms",
+            "leasehold.idempotency.tenant-header=X-Tenant"
+        })
 abstract class AbstractIdempotentHttpTest {
 
     @LocalServerPort
@@ -194,6 +200,171 @@ abstract class AbstractIdempotentHttpTest {
         assertThat(bobAgain.replayed()).isTrue();
         assertThat(bobAgain.body()).isEqualTo(bob.body());
         assertThat(ledger.payments(account)).isEqualTo(2);
+    }
+
+    @Test
+    void aGuestWhoseTenantHeaderImitatesAUserNeverGetsThatUsersReceipt() throws Exception {
+        String key = key();
+        Http.Answer alice = http.post("/wallet/payments", "alice", key, payment(account, "10"), "X-Tenant", "acme");
+        Http.Answer guest =
+                http.post("/wallet/payments", null, key, payment(account, "10"), "X-Tenant", "acme|user=alice");
+
+        assertThat(alice.status()).as(alice.toString()).isEqualTo(201);
+        assertThat(guest.status()).as(guest.toString()).isEqualTo(201);
+        assertThat(guest.replayed()).as("the guest never gets alice's receipt").isFalse();
+        assertThat(json.readTree(guest.body()).get("bookedBy").asString()).isEqualTo("guest");
+        assertThat(ledger.payments(account)).isEqualTo(2);
+    }
+
+    @Test
+    void aGuestWhoseTenantHeaderImitatesAUserCannotPreemptThatUsersPayment() throws Exception {
+        String key = key();
+        Http.Answer guest =
+                http.post("/wallet/payments", null, key, payment(account, "10"), "X-Tenant", "acme|user=alice");
+        Http.Answer alice = http.post("/wallet/payments", "alice", key, payment(account, "10"), "X-Tenant", "acme");
+
+        assertThat(guest.status()).as(guest.toString()).isEqualTo(201);
+        assertThat(alice.status()).as(alice.toString()).isEqualTo(201);
+        assertThat(alice.replayed())
+                .as("alice's payment runs, it is not handed the guest's receipt")
+                .isFalse();
+        assertThat(json.readTree(alice.body()).get("bookedBy").asString()).isEqualTo("alice");
+        assertThat(ledger.payments(account)).isEqualTo(2);
+    }
+
+    @Test
+    void aGuestAndASignedInUserNeverShareAScope() throws Exception {
+        String key = key();
+        Http.Answer guest = http.post("/wallet/payments", null, key, payment(account, "10"));
+        Http.Answer alice = http.post("/wallet/payments", "alice", key, payment(account, "10"));
+        Http.Answer guestAgain = http.post("/wallet/payments", null, key, payment(account, "10"));
+
+        assertThat(alice.replayed()).as(alice.toString()).isFalse();
+        assertThat(json.readTree(alice.body()).get("bookedBy").asString()).isEqualTo("alice");
+        assertThat(guestAgain.replayed()).isTrue();
+        assertThat(guestAgain.body()).isEqualTo(guest.body());
+        assertThat(ledger.payments(account)).isEqualTo(2);
+    }
+
+    @Test
+    void aTabOrANonAsciiByteInTheTenantHeaderIs400NamingTheHeader() throws Exception {
+        List<byte[]> values =
+                List.of("acme\tcorp".getBytes(StandardCharsets.US_ASCII), new byte[] {'a', 'c', 'm', (byte) 0xE9});
+        for (byte[] value : values) {
+            String answer = http.rawPost("/wallet/payments", key(), "X-Tenant", value, payment(account, "1"));
+
+            assertThat(answer).as(answer).startsWith("HTTP/1.1 400 ");
+            assertThat(answer)
+                    .contains("application/problem+json")
+                    .contains("https://leasehold.dev/problems/tenant-invalid")
+                    .contains("X-Tenant");
+        }
+        assertThat(ledger.payments(account)).isZero();
+    }
+
+    // ------------------------------------------------------------------ the fingerprint
+
+    static String deposit(String account, String amount, String memo) {
+        return "{\"memo\":\"" + memo + "\",\"amount\":" + amount + ",\"account\":\"" + account + "\"}";
+    }
+
+    @Test
+    void aWriteOnlyAmountAndASetterOnlyMemoCountInTheFingerprint() throws Exception {
+        String key = key();
+        Http.Answer first = http.post("/wallet/deposits", "alice", key, deposit(account, "5.00", "rent"));
+        Http.Answer more = http.post("/wallet/deposits", "alice", key, deposit(account, "500.00", "rent"));
+        Http.Answer otherMemo = http.post("/wallet/deposits", "alice", key, deposit(account, "5.00", "gift"));
+        Http.Answer same = http.post(
+                "/wallet/deposits",
+                "alice",
+                key,
+                "{ \"account\": \"" + account + "\", \"amount\": 5.0, \"memo\": \"rent\" }");
+
+        assertThat(first.status()).as(first.toString()).isEqualTo(201);
+        assertThat(more.status())
+                .as("another amount under the same key: " + more)
+                .isEqualTo(422);
+        assertThat(otherMemo.status())
+                .as("another memo under the same key: " + otherMemo)
+                .isEqualTo(422);
+        assertThat(same.status()).as(same.toString()).isEqualTo(201);
+        assertThat(same.replayed())
+                .as("the same document, spaced and ordered otherwise")
+                .isTrue();
+        assertThat(ledger.payments(account)).isEqualTo(1);
+        assertThat(ledger.total(account)).isEqualByComparingTo(new BigDecimal("5.00"));
+    }
+
+    // ------------------------------------------------------------------ answer shapes
+
+    /**
+     * Posts the same payment to {@code /plain/<shape>} (plain MVC) and twice with one key to {@code
+     * /shapes/<shape>}: the first answer must be plain MVC's, the second its replay; one booking.
+     */
+    Http.Answer sentAsPlainMvcAndReplayed(String shape, String amount) throws Exception {
+        String key = key();
+        Http.Answer plain = http.post("/plain/" + shape, "alice", null, payment(account, amount));
+        Http.Answer first = http.post("/shapes/" + shape, "alice", key, payment(account, amount));
+        Http.Answer replay = http.post("/shapes/" + shape, "alice", key, payment(account, amount));
+
+        for (Http.Answer answer : List.of(first, replay)) {
+            assertThat(answer.status()).as(answer.toString()).isEqualTo(plain.status());
+            assertThat(answer.body()).as(answer.toString()).isEqualTo(plain.body());
+            assertThat(answer.header("Content-Type")).isEqualTo(plain.header("Content-Type"));
+            assertThat(answer.header("Location")).isEqualTo(plain.header("Location"));
+        }
+        assertThat(first.replayed()).isFalse();
+        assertThat(replay.replayed()).isTrue();
+        assertThat(ledger.payments(account)).isEqualTo(1);
+        return plain;
+    }
+
+    @Test
+    void aVoidHandlerWritingItsOwn201IsSentAsPlainMvcSendsItAndReplayedTheSame() throws Exception {
+        Http.Answer plain = sentAsPlainMvcAndReplayed("void-created", "3");
+
+        assertThat(plain.status()).isEqualTo(201);
+        assertThat(plain.header("Location")).isEqualTo("/accounts/" + account);
+        assertThat(plain.text()).isEqualTo("{\"account\":\"" + account + "\",\"booked\":true}");
+    }
+
+    @Test
+    void aJsonStringIsSentAsPlainMvcSendsItAndReplayedTheSame() throws Exception {
+        Http.Answer plain = sentAsPlainMvcAndReplayed("json-string", "4");
+
+        assertThat(plain.status()).isEqualTo(200);
+        assertThat(plain.header("Content-Type")).startsWith("application/json");
+        assertThat(plain.text())
+                .as("the text itself, not encoded a second time")
+                .isEqualTo("{\"account\":\"" + account + "\",\"note\":\"caf\u00e9\"}");
+    }
+
+    @Test
+    void aBodyLargerThanTheLimitIs413AndNothingRuns() throws Exception {
+        String note = "n".repeat(1024 * 1024);
+        String body = "{\"account\":\"" + account + "\",\"amount\":1,\"note\":\"" + note + "\"}";
+        Http.Answer answer = http.post("/wallet/payments", "alice", key(), body);
+
+        assertThat(answer.status())
+                .as("%d %s", answer.status(), answer.header("Content-Type"))
+                .isEqualTo(413);
+        assertThat(ledger.payments(account)).isZero();
+    }
+
+    @Test
+    void aStreamBehindAWildcardEntityIsRefusedAndItsWriteRolledBack() throws Exception {
+        String key = key();
+        Http.Answer first = http.post("/shapes/stream-wildcard", "alice", key, payment(account, "6"));
+        Http.Answer retry = http.post("/shapes/stream-wildcard", "alice", key, payment(account, "6"));
+
+        assertThat(first.status()).as(first.toString()).isEqualTo(500);
+        assertThat(json.readTree(first.body()).get("type").asString())
+                .isEqualTo("https://leasehold.dev/problems/response-not-storable");
+        assertThat(first.text()).contains("AnswerShapesController.streamWildcard");
+        assertThat(retry.replayed()).as("nothing was stored").isFalse();
+        assertThat(ledger.payments(account))
+                .as("the write behind a refused answer is rolled back")
+                .isZero();
     }
 
     // ------------------------------------------------------------------ keys and failures
