@@ -369,14 +369,26 @@ public final class JdbcLeaseStore implements LeaseStore {
         });
         places.sort(java.util.Comparator.<String[], String>comparing(place -> place[0])
                 .thenComparing(place -> place[1]));
+        return deleteInBatches("delete ended places", dialect.deleteEndedPlaces(), places, (statement, place) -> {
+            statement.setString(1, place[0]);
+            statement.setString(2, place[1]);
+        });
+    }
+
+    @FunctionalInterface
+    private interface RowBinder<T> {
+        void bind(PreparedStatement statement, T row) throws SQLException;
+    }
+
+    /** Runs {@code sql} for each of the rows, in batches of {@value #DELETE_BATCH}: the rows it changed. */
+    private <T> int deleteInBatches(String operation, String sql, List<T> rows, RowBinder<T> binder) {
         int deleted = 0;
-        for (int from = 0; from < places.size(); from += DELETE_BATCH) {
-            List<String[]> batch = places.subList(from, Math.min(places.size(), from + DELETE_BATCH));
-            deleted += execute("delete ended places", null, connection -> {
-                try (PreparedStatement statement = connection.prepareStatement(dialect.deleteEndedPlaces())) {
-                    for (String[] place : batch) {
-                        statement.setString(1, place[0]);
-                        statement.setString(2, place[1]);
+        for (int from = 0; from < rows.size(); from += DELETE_BATCH) {
+            List<T> batch = rows.subList(from, Math.min(rows.size(), from + DELETE_BATCH));
+            deleted += execute(operation, null, connection -> {
+                try (PreparedStatement statement = connection.prepareStatement(sql)) {
+                    for (T row : batch) {
+                        binder.bind(statement, row);
                         statement.addBatch();
                     }
                     int count = 0;
@@ -418,25 +430,10 @@ public final class JdbcLeaseStore implements LeaseStore {
             }
         });
         keys.sort(null);
-        int deleted = 0;
-        for (int from = 0; from < keys.size(); from += DELETE_BATCH) {
-            List<String> batch = keys.subList(from, Math.min(keys.size(), from + DELETE_BATCH));
-            deleted += execute("delete expired rows", null, connection -> {
-                try (PreparedStatement statement = connection.prepareStatement(dialect.deleteExpired())) {
-                    for (String key : batch) {
-                        statement.setString(1, key);
-                        statement.setLong(2, retention.toMillis());
-                        statement.addBatch();
-                    }
-                    int count = 0;
-                    for (int one : statement.executeBatch()) {
-                        count += Math.max(0, one);
-                    }
-                    return count;
-                }
-            });
-        }
-        return deleted;
+        return deleteInBatches("delete expired rows", dialect.deleteExpired(), keys, (statement, key) -> {
+            statement.setString(1, key);
+            statement.setLong(2, retention.toMillis());
+        });
     }
 
     @Override
