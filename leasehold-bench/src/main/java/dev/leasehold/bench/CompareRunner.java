@@ -38,7 +38,8 @@ import java.util.function.Supplier;
  * Settings (system properties): {@code bench.redis} (redis://127.0.0.1:6379), {@code bench.postgres}
  * (jdbc:postgresql://127.0.0.1:5432/test, user postgres), {@code bench.mariadb}
  * (jdbc:mariadb://127.0.0.1:3306/test, user root), {@code bench.scale} (1.0; fewer operations below
- * 1), {@code bench.out} (docs/bench).
+ * 1), {@code bench.out} (docs/bench), {@code bench.backends} (all; or a list such as {@code
+ * postgresql,mariadb}).
  */
 public final class CompareRunner {
 
@@ -93,9 +94,19 @@ public final class CompareRunner {
                     () -> unchecked(() -> Contenders.shedLock(pg, Database.POSTGRESQL)),
                     () -> unchecked(() -> Contenders.rawJdbc(maria, Database.MARIADB)),
                     () -> unchecked(() -> Contenders.leaseholdJdbc(maria, Database.MARIADB)));
+            // -Dbench.backends=postgresql,mariadb runs the contenders of those backends only
+            String only = System.getProperty("bench.backends", "");
+            int redisContenders = 7;
+            List<Supplier<Contender>> chosen = new ArrayList<>();
+            for (int i = 0; i < all.size(); i++) {
+                String backend = i < redisContenders ? "redis" : i < redisContenders + 4 ? "postgresql" : "mariadb";
+                if (only.isEmpty() || Arrays.asList(only.split(",")).contains(backend)) {
+                    chosen.add(all.get(i));
+                }
+            }
             RedisClient statsClient = RedisClient.create(redisUri);
             try (StatefulRedisConnection<String, String> stats = statsClient.connect()) {
-                for (Supplier<Contender> supplier : all) {
+                for (Supplier<Contender> supplier : chosen) {
                     Contender contender;
                     try {
                         contender = supplier.get();

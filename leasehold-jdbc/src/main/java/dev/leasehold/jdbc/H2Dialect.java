@@ -128,6 +128,11 @@ final class H2Dialect {
             DELETE FROM leasehold_waiter WHERE lock_key = ? AND expires_at_ms <= %1$s
             """.formatted(NOW);
 
+    /* ended places: deletes at most `limit` places that ended (their waiter stopped asking). */
+    private static final String DELETE_ENDED_PLACES = """
+            DELETE FROM leasehold_waiter WHERE expires_at_ms <= %1$s FETCH FIRST ? ROWS ONLY
+            """.formatted(NOW);
+
     /* forget: deletes the place of a caller that was just granted the key. */
     private static final String FORGET = """
             DELETE FROM leasehold_waiter WHERE lock_key = ? AND owner_token = ?
@@ -192,6 +197,9 @@ final class H2Dialect {
             POSITION,
             CLEANUP,
             FORGET,
+            null,
+            null,
+            DELETE_ENDED_PLACES,
             false,
             false,
             true,

@@ -232,6 +232,37 @@ public final class JdbcLeaseStore implements LeaseStore {
         return released;
     }
 
+    /**
+     * Drops the place of a waiter whose wait ended without the key, and hands a key that a release
+     * gave it meanwhile on to the next live waiter (or frees it), in the same call; for an owner
+     * that holds nothing and waits nowhere it changes nothing.
+     */
+    @Override
+    public void leaveQueue(LockKey key, String owner) {
+        checkOwner(key, owner);
+        queue.forget(owner);
+        execute("leave the queue", key, connection -> {
+            if (dialect.leave() != null) {
+                try (PreparedStatement statement = connection.prepareStatement(dialect.leave())) {
+                    bind(statement, "KO", key, owner, 0);
+                    statement.execute();
+                }
+                return null;
+            }
+            // First the place, so that a release from now on passes this waiter over; then a key
+            // that was handed to it before.
+            try (PreparedStatement statement = connection.prepareStatement(dialect.forget())) {
+                bind(statement, "KO", key, owner, 0);
+                statement.executeUpdate();
+            }
+            try (PreparedStatement statement = connection.prepareStatement(dialect.release())) {
+                bind(statement, dialect.releaseBinds(), key, owner, 0);
+                statement.executeUpdate();
+            }
+            return null;
+        });
+    }
+
     @Override
     public Optional<LeaseInfo> inspect(LockKey key) {
         Objects.requireNonNull(key, "key is missing (null)");
@@ -295,8 +326,12 @@ public final class JdbcLeaseStore implements LeaseStore {
      * found through the expiry index; a live lease is never deleted, and on MariaDB no live row is
      * locked (a non-locking read finds the rows, which are then deleted by primary key, each only if
      * still expired). Safe for fences: a deleted key's next row starts above any fence it had.
+     * Also deletes at most {@code limit} places of the waiter queue that ended (their waiter stopped
+     * asking without leaving), so no place outlives its queue TTL by more than the interval at which
+     * this is called.
      *
-     * @return how many rows were deleted
+     * @return how many rows were deleted, leases and places; call it again while that is at least
+     *     {@code limit}
      * @throws IllegalArgumentException if retention is under one minute or limit is not 1 to 10000
      */
     public int deleteExpired(Duration retention, int limit) {
@@ -307,6 +342,67 @@ public final class JdbcLeaseStore implements LeaseStore {
         if (limit < 1 || limit > 10_000) {
             throw new IllegalArgumentException("limit must be between 1 and 10000, was " + limit);
         }
+        return deleteExpiredLeases(retention, limit) + deleteEndedPlaces(limit);
+    }
+
+    /** Deletes at most {@code limit} ended places of the waiter queue. */
+    private int deleteEndedPlaces(int limit) {
+        if (dialect.endedPlaces() == null) {
+            return execute("delete ended places", null, connection -> {
+                try (PreparedStatement statement = connection.prepareStatement(dialect.deleteEndedPlaces())) {
+                    statement.setInt(1, limit);
+                    return statement.executeUpdate();
+                }
+            });
+        }
+        List<String[]> places = execute("delete ended places", null, connection -> {
+            try (PreparedStatement statement = connection.prepareStatement(dialect.endedPlaces())) {
+                statement.setInt(1, limit);
+                List<String[]> found = new ArrayList<>();
+                try (ResultSet row = statement.executeQuery()) {
+                    while (row.next()) {
+                        found.add(new String[] {row.getString(1), row.getString(2)});
+                    }
+                }
+                return found;
+            }
+        });
+        places.sort(java.util.Comparator.<String[], String>comparing(place -> place[0])
+                .thenComparing(place -> place[1]));
+        return deleteInBatches("delete ended places", dialect.deleteEndedPlaces(), places, (statement, place) -> {
+            statement.setString(1, place[0]);
+            statement.setString(2, place[1]);
+        });
+    }
+
+    @FunctionalInterface
+    private interface RowBinder<T> {
+        void bind(PreparedStatement statement, T row) throws SQLException;
+    }
+
+    /** Runs {@code sql} for each of the rows, in batches of {@value #DELETE_BATCH}: the rows it changed. */
+    private <T> int deleteInBatches(String operation, String sql, List<T> rows, RowBinder<T> binder) {
+        int deleted = 0;
+        for (int from = 0; from < rows.size(); from += DELETE_BATCH) {
+            List<T> batch = rows.subList(from, Math.min(rows.size(), from + DELETE_BATCH));
+            deleted += execute(operation, null, connection -> {
+                try (PreparedStatement statement = connection.prepareStatement(sql)) {
+                    for (T row : batch) {
+                        binder.bind(statement, row);
+                        statement.addBatch();
+                    }
+                    int count = 0;
+                    for (int one : statement.executeBatch()) {
+                        count += Math.max(0, one);
+                    }
+                    return count;
+                }
+            });
+        }
+        return deleted;
+    }
+
+    private int deleteExpiredLeases(Duration retention, int limit) {
         if (dialect.expiredKeys() == null) {
             return execute("delete expired rows", null, connection -> {
                 try (PreparedStatement statement = connection.prepareStatement(dialect.deleteExpired())) {
@@ -334,25 +430,10 @@ public final class JdbcLeaseStore implements LeaseStore {
             }
         });
         keys.sort(null);
-        int deleted = 0;
-        for (int from = 0; from < keys.size(); from += DELETE_BATCH) {
-            List<String> batch = keys.subList(from, Math.min(keys.size(), from + DELETE_BATCH));
-            deleted += execute("delete expired rows", null, connection -> {
-                try (PreparedStatement statement = connection.prepareStatement(dialect.deleteExpired())) {
-                    for (String key : batch) {
-                        statement.setString(1, key);
-                        statement.setLong(2, retention.toMillis());
-                        statement.addBatch();
-                    }
-                    int count = 0;
-                    for (int one : statement.executeBatch()) {
-                        count += Math.max(0, one);
-                    }
-                    return count;
-                }
-            });
-        }
-        return deleted;
+        return deleteInBatches("delete expired rows", dialect.deleteExpired(), keys, (statement, key) -> {
+            statement.setString(1, key);
+            statement.setLong(2, retention.toMillis());
+        });
     }
 
     @Override

@@ -146,6 +146,16 @@ final class MariaDbDialect {
             DELETE FROM leasehold_waiter WHERE lock_key = ? AND owner_token = ?
             """;
 
+    /* ended places: a consistent (non-locking) read of places that ended; deleted one by one by ENDED_PLACE. */
+    static final String ENDED_PLACES = """
+            SELECT lock_key, owner_token FROM leasehold_waiter WHERE expires_at_ms <= %1$s LIMIT ?
+            """.formatted(NOW);
+
+    /* ended place: deletes one listed place by primary key, only if it is still ended. */
+    static final String DELETE_ENDED_PLACE = """
+            DELETE FROM leasehold_waiter WHERE lock_key = ? AND owner_token = ? AND expires_at_ms <= %1$s
+            """.formatted(NOW);
+
     /* cleanup: deletes the key's places that ended (expired, or their grant was released). */
     static final String CLEANUP = """
             DELETE FROM leasehold_waiter WHERE lock_key = ? AND expires_at_ms <= %1$s
@@ -220,6 +230,9 @@ final class MariaDbDialect {
             POSITION,
             CLEANUP,
             FORGET,
+            null,
+            ENDED_PLACES,
+            DELETE_ENDED_PLACE,
             false,
             false,
             false,

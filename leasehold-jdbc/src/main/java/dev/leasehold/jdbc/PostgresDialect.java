@@ -132,6 +132,29 @@ final class PostgresDialect {
             """.formatted(NOW, NOW_MICROS, CHANNEL);
 
     /*
+     * leave: a waiter that gave up drops its place and, if a release handed it the key meanwhile,
+     * hands it on in the same statement: the release statement run as that waiter, whose own place
+     * is deleted whether or not it held the key.
+     */
+    private static final String LEAVE = RELEASE.replace(
+                    "WHERE w.lock_key = p.k AND (w.owner_token = p.o OR w.expires_at_ms <= p.now_ms))",
+                    "WHERE w.lock_key = p.k AND (w.owner_token = p.o OR (w.expires_at_ms <= p.now_ms AND f.lock_key IS NOT NULL)))")
+            .replace(
+                    "DELETE FROM leasehold_waiter w USING p, freed f",
+                    "DELETE FROM leasehold_waiter w USING p LEFT JOIN freed f ON TRUE");
+
+    /*
+     * ended places: deletes at most `limit` places that ended (their waiter stopped asking), skipping
+     * rows locked by a join or a hand-off; each is checked again on the version the DELETE locks.
+     */
+    private static final String DELETE_ENDED_PLACES = """
+            DELETE FROM leasehold_waiter
+             WHERE expires_at_ms <= %1$s
+               AND ctid IN (SELECT ctid FROM leasehold_waiter WHERE expires_at_ms <= %1$s
+                             LIMIT ? FOR UPDATE SKIP LOCKED)
+            """.formatted(NOW);
+
+    /*
      * join: takes or keeps the caller's place in the key's queue: a new place (or one that had
      * expired) arrives now, at the back; a live one keeps its arrival. Either way it lives queue_ms
      * from now.
@@ -213,6 +236,9 @@ final class PostgresDialect {
             null,
             null,
             null,
+            LEAVE,
+            null,
+            DELETE_ENDED_PLACES,
             true,
             true,
             true,

@@ -27,6 +27,11 @@ package dev.leasehold.jdbc;
  *       live waiters are ahead; {@code cleanup} (K, or null) deletes the key's ended places;
  *       {@code forget} (K O, or null where the acquire does it) deletes the place of a caller just
  *       granted the key;
+ *   <li>{@code leave}: (K O, or null where {@code forget} and {@code release} are run in turn)
+ *       drops the caller's place and releases a key handed to it, to the next waiter;
+ *   <li>{@code deleteEndedPlaces}: (limit), or with {@code endedPlaces} (limit) returning
+ *       (lock_key, owner_token) without locking, (K O) for one of them, run as a batch: deletes
+ *       places that ended;
  *   <li>{@code inspect}: (lock_key) returns (owner_token, fence, expires_at_ms, now_ms), no row if free;
  *   <li>{@code list}: (like_pattern, limit) returns (lock_key, owner_token, fence, expires_at_ms, now_ms)
  *       of unexpired leases, {@code !} escaping the pattern;
@@ -68,6 +73,9 @@ record SqlDialect(
         String position,
         String cleanup,
         String forget,
+        String leave,
+        String endedPlaces,
+        String deleteEndedPlaces,
         boolean acquireReportsGranted,
         boolean releaseReturnsRows,
         boolean autoCommitSwitchIsLocal,

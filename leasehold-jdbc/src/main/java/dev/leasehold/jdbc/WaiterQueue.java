@@ -84,6 +84,11 @@ final class WaiterQueue {
         return a != null && a.lastRefresh() != 0;
     }
 
+    /** The owner's wait ended without the key: it is no longer asking. */
+    void forget(String owner) {
+        asked.remove(owner);
+    }
+
     /**
      * The owner was refused, with the holder's remaining time: whether and how it queues. The first
      * refusal carries the holder's real time, except in fair mode, where the caller is told to ask

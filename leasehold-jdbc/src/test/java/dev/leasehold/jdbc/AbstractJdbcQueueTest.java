@@ -381,6 +381,183 @@ abstract class AbstractJdbcQueueTest {
         assertThat(holds).isNotEmpty();
     }
 
+    /**
+     * A waiter whose wait runs out leaves the queue: its place is gone once the wait ended (it
+     * would otherwise live for its whole 60 s queue TTL), so the release that follows frees the key
+     * and a single try of another caller is granted at once.
+     */
+    @Test
+    void aWaiterWhoseWaitRunsOutLeavesTheQueue() throws Exception {
+        UnaryOperator<JdbcLeaseStore.Builder> fair = b -> b.fairQueue(Duration.ofSeconds(60));
+        LockKey key = key("gave-up");
+        JdbcLeaseStore holderStore = store(fair);
+        LockService waiter = service(fair);
+        JdbcLeaseStore next = store(fair);
+        String holder = "holder-" + UUID.randomUUID();
+        assertThat(holderStore.tryAcquire(key, holder, Duration.ofSeconds(30)))
+                .isInstanceOf(dev.leasehold.spi.AcquireResult.Granted.class);
+        // a first statement on a fresh pool may take longer than the wait below
+        waiter.tryAcquire(key("warm-up"), LeaseOptions.defaults()).orElseThrow().close();
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> waiter.acquire(
+                        key,
+                        LeaseOptions.builder().waitFor(Duration.ofMillis(300)).build()))
+                .isInstanceOf(dev.leasehold.LockBusyException.class);
+        org.awaitility.Awaitility.await("the waiter that gave up has left the queue")
+                .atMost(Duration.ofSeconds(5))
+                .until(() -> places(key).isEmpty());
+        assertThat(holderStore.release(key, holder)).isTrue();
+        assertThat(next.tryAcquire(key, "next-" + UUID.randomUUID(), Duration.ofSeconds(30)))
+                .as("a single try right after the release")
+                .isInstanceOf(dev.leasehold.spi.AcquireResult.Granted.class);
+    }
+
+    /**
+     * A waiter interrupted during its wait leaves the queue too.
+     */
+    @Test
+    void anInterruptedWaiterLeavesTheQueue() throws Exception {
+        UnaryOperator<JdbcLeaseStore.Builder> fair = b -> b.fairQueue(Duration.ofSeconds(60));
+        LockKey key = key("interrupted");
+        JdbcLeaseStore holderStore = store(fair);
+        LockService waiter = service(fair);
+        String holder = "holder-" + UUID.randomUUID();
+        assertThat(holderStore.tryAcquire(key, holder, Duration.ofSeconds(30)))
+                .isInstanceOf(dev.leasehold.spi.AcquireResult.Granted.class);
+        ExecutorService pool = Executors.newSingleThreadExecutor();
+        try {
+            Future<?> waiting = pool.submit(() -> {
+                try (Lease lease = waiter.acquire(
+                        key,
+                        LeaseOptions.builder().waitFor(Duration.ofSeconds(60)).build())) {
+                    return lease.fence();
+                }
+            });
+            awaitPlaces(key, 1);
+            waiting.cancel(true);
+            org.awaitility.Awaitility.await("the interrupted waiter has left the queue")
+                    .atMost(Duration.ofSeconds(5))
+                    .until(() -> places(key).isEmpty());
+        } finally {
+            pool.shutdownNow();
+        }
+        assertThat(holderStore.release(key, holder)).isTrue();
+        assertThat(holderStore.inspect(key))
+                .as("the released key, handed to nobody")
+                .isEmpty();
+    }
+
+    /**
+     * A key that a release handed to a waiter that then left goes on at once, in the leave itself:
+     * to the next live waiter (with a higher fence), or, with none, it is free.
+     */
+    @Test
+    void aKeyHandedToAWaiterThatLeftGoesOnAtOnce() throws Exception {
+        UnaryOperator<JdbcLeaseStore.Builder> fair = b -> b.fairQueue(Duration.ofSeconds(60));
+        LockKey key = key("handed");
+        JdbcLeaseStore holderStore = store(fair);
+        JdbcLeaseStore leaverStore = store(fair);
+        JdbcLeaseStore nextStore = store(fair);
+        String holder = "holder-" + UUID.randomUUID();
+        String leaver = "leaver-" + UUID.randomUUID();
+        String next = "next-" + UUID.randomUUID();
+        assertThat(holderStore.tryAcquire(key, holder, Duration.ofSeconds(30)))
+                .isInstanceOf(dev.leasehold.spi.AcquireResult.Granted.class);
+        for (String owner : List.of(leaver, next)) {
+            JdbcLeaseStore store = owner.equals(leaver) ? leaverStore : nextStore;
+            for (int ask = 0; ask < 2; ask++) { // the second ask takes the place
+                assertThat(store.tryAcquire(key, owner, Duration.ofSeconds(30)))
+                        .isInstanceOf(dev.leasehold.spi.AcquireResult.Busy.class);
+            }
+        }
+        assertThat(places(key)).containsExactly(leaver, next);
+        assertThat(holderStore.release(key, holder)).isTrue();
+        dev.leasehold.LeaseInfo handed = holderStore.inspect(key).orElseThrow();
+        assertThat(handed.ownerToken()).isEqualTo(leaver);
+
+        leaverStore.leaveQueue(key, leaver);
+
+        dev.leasehold.LeaseInfo onward = holderStore.inspect(key).orElseThrow();
+        assertThat(onward.ownerToken()).as("the key went on to the next waiter").isEqualTo(next);
+        assertThat(onward.fence()).isGreaterThan(handed.fence());
+        assertThat(places(key)).containsExactly(next);
+
+        nextStore.leaveQueue(key, next);
+        assertThat(holderStore.inspect(key))
+                .as("with nobody left the key is free")
+                .isEmpty();
+        assertThat(places(key)).isEmpty();
+        String late = "late-" + UUID.randomUUID();
+        assertThat(holderStore.tryAcquire(key, late, Duration.ofSeconds(30)))
+                .isInstanceOf(dev.leasehold.spi.AcquireResult.Granted.class);
+        // leaving is harmless for an owner that holds nothing and waits nowhere
+        leaverStore.leaveQueue(key, leaver);
+        assertThat(holderStore.inspect(key).orElseThrow().ownerToken()).isEqualTo(late);
+    }
+
+    /**
+     * No queue row outlives its place: places of waiters that stopped asking (crashed) are deleted
+     * by housekeeping ({@link JdbcLeaseStore#deleteExpired}) once they ended, on keys nobody uses
+     * any more; live places stay.
+     */
+    @Test
+    void housekeepingDeletesEndedPlaces() throws Exception {
+        Duration ttl = Duration.ofSeconds(1);
+        JdbcLeaseStore holderStore = store(b -> b.fairQueue(ttl));
+        JdbcLeaseStore crashedStore = store(b -> b.fairQueue(ttl));
+        JdbcLeaseStore liveStore = store(b -> b.fairQueue(Duration.ofSeconds(60)));
+        List<LockKey> keys = new ArrayList<>();
+        for (int i = 0; i < 5; i++) {
+            LockKey key = key("leak-" + i);
+            keys.add(key);
+            String holder = "holder-" + UUID.randomUUID();
+            assertThat(holderStore.tryAcquire(key, holder, Duration.ofSeconds(30)))
+                    .isInstanceOf(dev.leasehold.spi.AcquireResult.Granted.class);
+            for (int w = 0; w < 3; w++) {
+                String owner = "crashed-" + UUID.randomUUID();
+                crashedStore.tryAcquire(key, owner, Duration.ofSeconds(30));
+                crashedStore.tryAcquire(key, owner, Duration.ofSeconds(30));
+            }
+            assertThat(holderStore.forceRelease(key)).isTrue(); // a force-release hands nothing over
+        }
+        LockKey liveKey = key("live");
+        String liveHolder = "holder-" + UUID.randomUUID();
+        String liveWaiter = "live-" + UUID.randomUUID();
+        holderStore.tryAcquire(liveKey, liveHolder, Duration.ofSeconds(30));
+        liveStore.tryAcquire(liveKey, liveWaiter, Duration.ofSeconds(30));
+        liveStore.tryAcquire(liveKey, liveWaiter, Duration.ofSeconds(30));
+        for (LockKey key : keys) {
+            assertThat(rows(key)).isEqualTo(3);
+        }
+        org.awaitility.Awaitility.await("housekeeping deleted the ended places")
+                .atMost(Duration.ofSeconds(5))
+                .pollInterval(Duration.ofMillis(50))
+                .until(() -> {
+                    holderStore.deleteExpired(Duration.ofMinutes(1), 10_000);
+                    int left = 0;
+                    for (LockKey key : keys) {
+                        left += rows(key);
+                    }
+                    return left == 0;
+                });
+        assertThat(places(liveKey)).containsExactly(liveWaiter);
+    }
+
+    /** How many rows the key has in the waiter table, live or ended. */
+    protected int rows(LockKey key) throws java.sql.SQLException {
+        if (admin == null) {
+            admin = pool();
+        }
+        try (java.sql.Connection connection = admin.getConnection();
+                java.sql.PreparedStatement statement =
+                        connection.prepareStatement("SELECT COUNT(*) FROM leasehold_waiter WHERE lock_key = ?")) {
+            statement.setString(1, key.render());
+            try (java.sql.ResultSet row = statement.executeQuery()) {
+                row.next();
+                return row.getInt(1);
+            }
+        }
+    }
+
     private static final class ThreadLocalRandomHolder {
         static long next(int from, int to) {
             return java.util.concurrent.ThreadLocalRandom.current().nextInt(from, to);
