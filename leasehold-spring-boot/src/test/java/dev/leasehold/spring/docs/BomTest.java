@@ -57,7 +57,8 @@ class BomTest {
             Path pom = ROOT.resolve(modules.item(i).getTextContent().trim()).resolve("pom.xml");
             String text = Files.readString(pom);
             Element project = read(pom).getDocumentElement();
-            if (!text.contains("<maven.deploy.skip>true</maven.deploy.skip>") && !"pom".equals(child(project, "packaging"))) {
+            if (!text.contains("<maven.deploy.skip>true</maven.deploy.skip>")
+                    && !"pom".equals(child(project, "packaging"))) {
                 published.add("dev.leasehold:" + child(project, "artifactId"));
             }
         }
@@ -73,11 +74,10 @@ class BomTest {
         assertThat(tested).isNotBlank().doesNotStartWith("2.4.");
         String inBom = managed().get("com.h2database:h2");
         assertThat(inBom).as("H2 managed by the BOM").isNotNull();
-        Element bomProperties = (Element)
-                read(ROOT.resolve("leasehold-bom/pom.xml")).getElementsByTagName("properties").item(0);
-        String resolved = inBom.startsWith("${")
-                ? child(bomProperties, inBom.substring(2, inBom.length() - 1))
-                : inBom;
+        Element bomProperties = (Element) read(ROOT.resolve("leasehold-bom/pom.xml"))
+                .getElementsByTagName("properties")
+                .item(0);
+        String resolved = inBom.startsWith("${") ? child(bomProperties, inBom.substring(2, inBom.length() - 1)) : inBom;
         assertThat(resolved).isEqualTo(tested);
     }
 }
