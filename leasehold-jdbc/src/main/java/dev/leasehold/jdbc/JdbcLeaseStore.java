@@ -223,12 +223,17 @@ public final class JdbcLeaseStore implements LeaseStore {
     @Override
     public boolean release(LockKey key, String owner) {
         checkOwner(key, owner);
-        boolean released = execute("release", key, connection -> {
-            try (PreparedStatement statement = connection.prepareStatement(dialect.release())) {
-                bind(statement, dialect.releaseBinds(), key, owner, 0);
-                return changedOneRow(statement);
-            }
-        });
+        boolean released;
+        try {
+            released = execute("release", key, connection -> {
+                try (PreparedStatement statement = connection.prepareStatement(dialect.release())) {
+                    bind(statement, dialect.releaseBinds(), key, owner, 0);
+                    return changedOneRow(statement);
+                }
+            });
+        } catch (SchemaMissingException e) {
+            return false; // without the table no grant exists; the acquire has said what is missing
+        }
         return released;
     }
 
@@ -550,7 +555,8 @@ public final class JdbcLeaseStore implements LeaseStore {
             }
             return attempts(connection, call, true);
         } catch (SQLException e) {
-            throw new LeaseStoreException(operation, keyText, e);
+            SchemaMissingException noSchema = JdbcSchema.missing(e, dialect.database());
+            throw noSchema != null ? noSchema : new LeaseStoreException(operation, keyText, e);
         }
     }
 

@@ -14,6 +14,11 @@ import javax.sql.DataSource;
 /**
  * Creates Leasehold's tables by running the bundled schema script, for tests and applications that
  * do not use Flyway. The script only creates what is missing, so running it again is harmless.
+ *
+ * <p>A {@link JdbcLeaseStore} whose tables are missing (or older than its version) says so at its
+ * first operation: a {@link SchemaMissingException} naming the missing table and both ways to
+ * create the schema, this class and the Flyway scripts, instead of a store failure carrying the
+ * database's SQL text.
  */
 public final class JdbcSchema {
 
@@ -54,6 +59,34 @@ public final class JdbcSchema {
                 connection.commit();
             }
         }
+    }
+
+    /**
+     * The failure as what it says about the schema: a {@link SchemaMissingException} naming the
+     * missing table or column and how to create the schema, or null when {@code e} is not about a
+     * missing table or column (PostgreSQL 42P01/42703, MariaDB 1146/1054, H2 42S02 to 42S04/42S22).
+     */
+    static SchemaMissingException missing(SQLException e, Database database) {
+        String state = e.getSQLState() == null ? "" : e.getSQLState();
+        boolean missing = state.equals("42P01")
+                || state.equals("42703")
+                || state.matches("42S0[234]|42S22")
+                || e.getErrorCode() == 1146
+                || e.getErrorCode() == 1054;
+        if (!missing) {
+            return null;
+        }
+        String said = String.valueOf(e.getMessage()).split("\n", 2)[0];
+        int sql = said.indexOf("; SQL statement");
+        said = sql >= 0 ? said.substring(0, sql) : said;
+        said = said.length() > 160 ? said.substring(0, 160) + "..." : said;
+        String location = database.migrationLocation();
+        return new SchemaMissingException(
+                "the SQL lease store's tables are missing or older than this version"
+                        + " (the database said: " + said.strip() + "); create them before the first lock with"
+                        + " JdbcSchema.create(dataSource, Database." + database.name() + "), or with Flyway from"
+                        + " classpath:" + location + " (Spring Boot: leasehold.jdbc.initialize-schema=always)",
+                e);
     }
 
     /** The statements of the bundled script, comments removed. */

@@ -51,6 +51,7 @@ final class PolledReleaseWatcher extends FeedThread implements ReleaseFeed {
     private final Map<String, Long> recentForced = Collections.synchronizedMap(new LinkedHashMap<>());
     private volatile long forceScanFromMs = -1;
     private long nextForceScan;
+    private boolean schemaMissing; // the polling thread's
 
     PolledReleaseWatcher(DataSource dataSource, SqlDialect dialect, Duration interval) {
         this.dataSource = dataSource;
@@ -72,7 +73,7 @@ final class PolledReleaseWatcher extends FeedThread implements ReleaseFeed {
                 lastSeen.putIfAbsent(key, read(List.of(key)).getOrDefault(key, FREE));
             } catch (SQLException e) {
                 subscription.close();
-                throw new LeaseStoreException("subscribe to releases", key, e);
+                throw failure("subscribe to releases", key, e);
             }
         }
         start();
@@ -87,11 +88,16 @@ final class PolledReleaseWatcher extends FeedThread implements ReleaseFeed {
                 forceScanFromMs = databaseNow();
             }
         } catch (SQLException e) {
-            throw new LeaseStoreException("subscribe to releases", "(force-releases)", e);
+            throw failure("subscribe to releases", "(force-releases)", e);
         }
         subscription = subscribers.addForceReleases(onForceRelease);
         start();
         return subscription;
+    }
+
+    private RuntimeException failure(String operation, String key, SQLException e) {
+        SchemaMissingException noSchema = JdbcSchema.missing(e, dialect.database());
+        return noSchema != null ? noSchema : new LeaseStoreException(operation, key, e);
     }
 
     private void start() {
@@ -113,8 +119,16 @@ final class PolledReleaseWatcher extends FeedThread implements ReleaseFeed {
                     scanForceReleases();
                     nextForceScan = System.nanoTime() + FORCE_SCAN_NANOS;
                 }
+                schemaMissing = false;
             } catch (SQLException | RuntimeException e) {
-                log.warn("polling for releases failed; trying again", e);
+                SchemaMissingException noSchema =
+                        e instanceof SQLException sql ? JdbcSchema.missing(sql, dialect.database()) : null;
+                if (noSchema == null) {
+                    log.warn("polling for releases failed; trying again", e);
+                } else if (!schemaMissing) {
+                    schemaMissing = true; // said once, in one line, until a poll succeeds
+                    log.warn("polling for releases failed: {}", noSchema.getMessage());
+                }
                 pause = TimeUnit.MILLISECONDS.toNanos(500);
             }
             pause(Math.max(TimeUnit.MILLISECONDS.toNanos(2), pause));

@@ -297,6 +297,7 @@ public class ChatService {
                     "the model asked for " + calls.size() + " tool calls in one round; at most " + MAX_CALLS_PER_ROUND,
                     null);
         }
+        java.util.Set<String> ids = new java.util.HashSet<>();
         for (Model.ToolCall call : calls) {
             if (call == null
                     || call.id() == null
@@ -308,6 +309,13 @@ public class ChatService {
                     || call.argumentsJson() == null) {
                 throw new OpenAiChatModel.ModelException(
                         "the model sent a tool call without a usable id, name or arguments", null);
+            }
+            if (!ids.add(call.id())) {
+                // Its result could not be told apart from the other call's: the model would be answered twice.
+                throw new OpenAiChatModel.ModelException(
+                        "the model sent two tool calls with the same id " + BookingArguments.quote(call.id(), 40)
+                                + " in one reply; every call needs its own",
+                        null);
             }
         }
         return new Model.Reply(reply.text(), List.copyOf(calls));

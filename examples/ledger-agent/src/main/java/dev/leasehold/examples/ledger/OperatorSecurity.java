@@ -3,7 +3,6 @@ package dev.leasehold.examples.ledger;
 import org.springframework.boot.security.autoconfigure.actuate.web.servlet.EndpointRequest;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
-import org.springframework.security.config.Customizer;
 import org.springframework.security.config.annotation.web.builders.HttpSecurity;
 import org.springframework.security.config.http.SessionCreationPolicy;
 import org.springframework.security.web.SecurityFilterChain;
@@ -13,7 +12,7 @@ import org.springframework.security.web.SecurityFilterChain;
  * spring.security.user.name} with role OPERATOR; its password is {@code LEDGER_OPERATOR_PASSWORD},
  * or generated and logged at start-up when that is unset): {@code /actuator/leasehold} lists every
  * user's live session leases, and the degrade switch changes how every request is locked. Health
- * stays open for probes. The chat API and page are not covered by this chain: they authenticate by
+ * stays open for probes. A refusal is a problem document (401 with the Basic challenge, 403). The chat API and page are not covered by this chain: they authenticate by
  * their own bearer token ({@link Wiring}).
  */
 @Configuration
@@ -26,7 +25,9 @@ class OperatorSecurity {
                         .permitAll()
                         .anyRequest()
                         .hasRole("OPERATOR"))
-                .httpBasic(Customizer.withDefaults())
+                .httpBasic(basic -> basic.authenticationEntryPoint(LedgerProblems.operatorLoginNeeded()))
+                .exceptionHandling(refusals -> refusals.authenticationEntryPoint(LedgerProblems.operatorLoginNeeded())
+                        .accessDeniedHandler(LedgerProblems.operatorRoleNeeded()))
                 // No cookies or sessions: every call carries its credentials, so there is nothing for CSRF to forge.
                 .csrf(csrf -> csrf.disable())
                 .sessionManagement(session -> session.sessionCreationPolicy(SessionCreationPolicy.STATELESS))

@@ -19,7 +19,12 @@ import java.util.regex.Pattern;
  */
 public final class RuleBasedModel implements Model {
 
-    private static final Pattern AMOUNT = Pattern.compile("(-?\\d+(?:\\.\\d{1,2})?)");
+    /**
+     * A number as typed, whole: all its digits, decimals and exponent. The booking check, not this
+     * parser, decides whether it can be booked ("30.123" is refused, never cut to 30.12).
+     */
+    private static final Pattern AMOUNT = Pattern.compile("(-?\\d+(?:\\.\\d+)*(?:[eE][+-]?\\d+)?)");
+
     private static final Pattern SEPARATORS = Pattern.compile("[，,；;、]|\\band\\b|和");
     private static final Pattern TODAY = Pattern.compile("today=(\\d{4}-\\d{2}-\\d{2})");
     private static final List<String> INCOME =
@@ -32,8 +37,11 @@ public final class RuleBasedModel implements Model {
 
     private final ObjectMapper mapper = new ObjectMapper();
 
-    /** One bookable item found in a message. */
-    record Item(BigDecimal amount, String type, String category, String note, LocalDate date) {}
+    /**
+     * One bookable item found in a message: its amount as typed ({@code typed}) and as a number
+     * ({@code amount}, null when the text is no number, such as "1.2.3").
+     */
+    record Item(BigDecimal amount, String typed, String type, String category, String note, LocalDate date) {}
 
     @Override
     public Reply next(String systemPrompt, List<Turn> conversation) {
@@ -62,7 +70,7 @@ public final class RuleBasedModel implements Model {
                         "call-tx-" + (++n),
                         "create_transaction",
                         json(Map.of(
-                                "amount", item.amount(),
+                                "amount", item.amount() != null ? item.amount() : item.typed(),
                                 "type", item.type(),
                                 "category", item.category(),
                                 "note", item.note(),
@@ -105,7 +113,12 @@ public final class RuleBasedModel implements Model {
             if (!m.find()) {
                 continue;
             }
-            BigDecimal amount = new BigDecimal(m.group(1));
+            BigDecimal amount;
+            try {
+                amount = new BigDecimal(m.group(1));
+            } catch (NumberFormatException e) {
+                amount = null; // sent as typed, so the booking check names it
+            }
             String lower = segment.toLowerCase(Locale.ROOT);
             String type = INCOME.stream().anyMatch(lower::contains) ? "income" : "expense";
             String category = type.equals("income") ? "工资" : "其他";
@@ -124,7 +137,7 @@ public final class RuleBasedModel implements Model {
             String note = segment.replace(m.group(1), "")
                     .replaceAll("花了|块钱|块|元|received|yesterday|昨天|前天", "")
                     .trim();
-            items.add(new Item(amount, type, category, note.isEmpty() ? category : note, date));
+            items.add(new Item(amount, m.group(1), type, category, note.isEmpty() ? category : note, date));
         }
         return items;
     }

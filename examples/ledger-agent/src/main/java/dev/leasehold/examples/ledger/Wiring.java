@@ -47,11 +47,12 @@ class Wiring implements WebMvcConfigurer {
                                 ? repository.userByToken(header.substring(7).trim())
                                 : java.util.Optional.<LedgerRepository.User>empty();
                         if (user.isEmpty()) {
-                            response.setStatus(401);
-                            response.setContentType("application/problem+json");
-                            response.getWriter()
-                                    .write("{\"type\":\"https://leasehold.dev/problems/ledger/unauthenticated\","
-                                            + "\"status\":401,\"detail\":\"send Authorization: Bearer <token>\"}");
+                            response.setHeader("WWW-Authenticate", "Bearer");
+                            LedgerProblems.write(
+                                    response,
+                                    org.springframework.http.HttpStatus.UNAUTHORIZED,
+                                    "unauthenticated",
+                                    "send Authorization: Bearer <token>");
                             return false;
                         }
                         request.setAttribute(Api.USER, user.get());

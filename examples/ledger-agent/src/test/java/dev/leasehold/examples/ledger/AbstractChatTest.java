@@ -304,6 +304,33 @@ abstract class AbstractChatTest {
         assertThat(booked(id)).isZero();
     }
 
+    /**
+     * The embedded model passes on the amount exactly as the user typed it, so the booking check
+     * refuses what it cannot book instead of the parser cutting it down to something it can.
+     */
+    @Test
+    void theEmbeddedModelNeverBooksAnAmountTheUserDidNotType() {
+        for (String[] typed : new String[][] {
+            {"taxi 30.123", "amount must have at most 2 decimals, was \\\"30.123\\\""},
+            {"taxi 1e400", "amount must be a number greater than 0 and at most 100000000 with at most 2 decimals"},
+            {"taxi 1.2.3", "amount must be a number greater than 0 and at most 100000000 with at most 2 decimals"}
+        }) {
+            String id = "req-" + UUID.randomUUID();
+            Result result = send(alice, typed[0], id);
+            assertThat(result.status()).as(typed[0]).isEqualTo(200);
+            assertThat(result.body())
+                    .as(typed[0])
+                    .contains("Booked 0")
+                    .contains("not booked: ")
+                    .contains(typed[1]);
+            assertThat(booked(id)).as(typed[0]).isZero();
+        }
+        String id = "req-" + UUID.randomUUID();
+        Result fine = send(alice, "taxi 30.12", id);
+        assertThat(fine.body()).contains("Booked 1").contains("30.12").contains("(taxi)");
+        assertThat(booked(id)).isEqualTo(1);
+    }
+
     @Test
     void deletedSessionsAndStrangersAreRefused() {
         RestClient nobody =

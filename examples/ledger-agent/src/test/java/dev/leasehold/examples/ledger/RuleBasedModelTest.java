@@ -38,4 +38,16 @@ class RuleBasedModelTest {
     void severalItemsOrNone(String text, int count) {
         assertThat(RuleBasedModel.parse(text, TODAY)).hasSize(count);
     }
+
+    /** The amount is the whole number as typed; the booking check decides whether it can be booked. */
+    @ParameterizedTest(name = "{0}")
+    @CsvSource(
+            delimiter = '|',
+            value = {"taxi 30.123 | 30.123 | taxi", "taxi 1e400 | 1E+400 | taxi", "lunch 12.50 | 12.50 | lunch"})
+    void theAmountIsTheWholeNumberTheUserTyped(String text, String amount, String note) {
+        List<RuleBasedModel.Item> items = RuleBasedModel.parse(text, TODAY);
+        assertThat(items).hasSize(1);
+        assertThat(items.get(0).amount()).isEqualTo(new java.math.BigDecimal(amount));
+        assertThat(items.get(0).note()).isEqualTo(note);
+    }
 }

@@ -136,6 +136,19 @@ class StubModelChatTest {
     }
 
     @Test
+    void aReplyWithTwoToolCallsSharingOneIdIsRefusedAndBooksNothing() {
+        String coffee = booking("5", "餐饮", "coffee", null);
+        String tea = booking("6", "餐饮", "tea", null);
+        STUB.on(1, (r, attempt) -> toolCalls("c1", "create_transaction", coffee, "c1", "create_transaction", tea))
+                .on(2, (r, attempt) -> text("booked"));
+        ChatHttp.Result result = send("coffee 5, tea 6");
+        assertThat(result.status()).as(result.body()).isEqualTo(502);
+        assertThat(result.body()).contains("same id").contains("c1").contains("same clientRequestId");
+        assertThat(booked(jdbc, id)).isZero();
+        assertThat(STUB.asked(2)).as("no tool ran, so no second round").isZero();
+    }
+
+    @Test
     void aRetriedRoundReplaysTheSameTwoIdenticalBookings() {
         String coffee = booking("5", "餐饮", "coffee", null);
         STUB.on(1, (r, attempt) -> toolCalls("c1", "create_transaction", coffee, "c2", "create_transaction", coffee))

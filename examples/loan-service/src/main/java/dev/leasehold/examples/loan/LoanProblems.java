@@ -1,6 +1,8 @@
 package dev.leasehold.examples.loan;
 
 import java.net.URI;
+import java.util.Arrays;
+import java.util.List;
 import java.util.stream.Collectors;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -25,6 +27,8 @@ import org.springframework.web.servlet.resource.NoResourceFoundException;
 import tools.jackson.core.JacksonException;
 import tools.jackson.core.exc.StreamReadException;
 import tools.jackson.databind.DatabindException;
+import tools.jackson.databind.exc.MismatchedInputException;
+import tools.jackson.databind.exc.UnrecognizedPropertyException;
 
 /**
  * The service's problems (RFC 9457): 404 for unknown notes, 400 naming the field, 409/422 for
@@ -129,33 +133,96 @@ class LoanProblems {
         return response;
     }
 
-    /** An unreadable body: says what and where, in JSON terms, never which Java type failed. */
+    /**
+     * An unreadable body: says what and where in JSON terms, never which Java type failed. Broken
+     * JSON is called so; valid JSON of the wrong shape names the field and what it must be.
+     */
     @ExceptionHandler(HttpMessageNotReadableException.class)
     ResponseEntity<ProblemDetail> unreadable(HttpMessageNotReadableException e) {
-        return respond(HttpStatus.BAD_REQUEST, "invalid-request", "Invalid request", unreadableDetail(e));
-    }
-
-    static String unreadableDetail(Throwable e) {
         Throwable cause = e;
         while (cause != null && !(cause instanceof JacksonException)) {
             cause = cause.getCause();
         }
-        if (cause instanceof StreamReadException read
-                && String.valueOf(read.getOriginalMessage()).startsWith("Duplicate")) {
-            return "the body is not valid JSON for this request: "
-                    + read.getOriginalMessage().replace("Duplicate Object property", "duplicate field");
+        ResponseEntity<ProblemDetail> response = respond(
+                HttpStatus.BAD_REQUEST, "invalid-request", "Invalid request", unreadableDetail((JacksonException)
+                        cause));
+        String field = cause instanceof DatabindException bind ? fieldPath(bind) : "";
+        if (!field.isEmpty()) {
+            response.getBody().setProperty("fields", List.of(field));
         }
-        if (cause instanceof DatabindException bind && !bind.getPath().isEmpty()) {
-            String field = bind.getPath().stream()
-                    .map(ref -> ref.getPropertyName() != null ? ref.getPropertyName() : "[" + ref.getIndex() + "]")
-                    .collect(Collectors.joining("."));
-            return "the body is not valid for this request: field '" + field + "' has a value of the wrong kind"
-                    + " or an unknown constant";
+        return response;
+    }
+
+    static String unreadableDetail(JacksonException cause) {
+        if (cause == null) {
+            return "the request needs a JSON object as its body";
+        }
+        String message = String.valueOf(cause.getOriginalMessage());
+        if (cause instanceof StreamReadException && message.startsWith("Duplicate")) {
+            return "the body names a field twice (" + message.replace("Duplicate Object property", "duplicate field")
+                    + "); which value counts would be a guess";
         }
         if (cause instanceof StreamReadException) {
-            return "the body is not valid JSON";
+            return "the body is not valid JSON" + where(cause);
         }
-        return "the body is missing or not valid JSON for this request";
+        if (message.startsWith("Trailing token")) {
+            return "the body is not valid JSON: there is more after its value" + where(cause);
+        }
+        String field = cause instanceof DatabindException bind ? fieldPath(bind) : "";
+        if (field.isEmpty()) {
+            return "the body must be a JSON object with this request's fields";
+        }
+        if (cause instanceof UnrecognizedPropertyException unknown) {
+            return "field '" + field + "' is not part of this request; it takes "
+                    + unknown.getKnownPropertyIds().stream()
+                            .map(String::valueOf)
+                            .sorted()
+                            .collect(Collectors.joining(", "));
+        }
+        Class<?> target = cause instanceof MismatchedInputException mismatch ? mismatch.getTargetType() : null;
+        return "field '" + field + "' " + expected(target);
+    }
+
+    private static String expected(Class<?> target) {
+        if (target == null) {
+            return "has a value of the wrong kind";
+        }
+        if (target.isEnum()) {
+            return "must be one of "
+                    + Arrays.stream(target.getEnumConstants())
+                            .map(c -> "\"" + ((Enum<?>) c).name() + "\"")
+                            .collect(Collectors.joining(", "));
+        }
+        if (target == int.class || target == Integer.class || target == long.class || target == Long.class) {
+            return "must be a whole JSON number such as 3, not a string or a fraction";
+        }
+        if (Number.class.isAssignableFrom(target)) {
+            return "must be a JSON number such as 150.50, not a string";
+        }
+        if (target == String.class) {
+            return "must be a JSON string";
+        }
+        if (java.time.temporal.Temporal.class.isAssignableFrom(target)) {
+            return "must be a JSON string holding a date such as 2026-01-31";
+        }
+        if (Iterable.class.isAssignableFrom(target) || target.isArray()) {
+            return "must be a JSON array";
+        }
+        return "has a value of the wrong kind";
+    }
+
+    private static String fieldPath(DatabindException bind) {
+        return bind.getPath().stream()
+                .map(ref -> ref.getPropertyName() != null ? ref.getPropertyName() : "[" + ref.getIndex() + "]")
+                .collect(Collectors.joining("."))
+                .replace(".[", "[");
+    }
+
+    private static String where(JacksonException cause) {
+        return cause.getLocation() == null || cause.getLocation().getLineNr() < 1
+                ? ""
+                : " (line " + cause.getLocation().getLineNr() + ", column "
+                        + cause.getLocation().getColumnNr() + ")";
     }
 
     @ExceptionHandler(MissingRequestHeaderException.class)

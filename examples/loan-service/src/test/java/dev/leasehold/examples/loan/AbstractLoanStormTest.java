@@ -199,7 +199,13 @@ abstract class AbstractLoanStormTest {
                     return http.post()
                             .uri("/api/tenants/{t}/notes/{n}/repayments", tenant, note)
                             .contentType(MediaType.APPLICATION_JSON)
-                            .body(Map.of("channel", "AGGREGATOR", "outTradeNo", "ALIPAY-778899", "amount", "120.00"))
+                            .body(Map.of(
+                                    "channel",
+                                    "AGGREGATOR",
+                                    "outTradeNo",
+                                    "ALIPAY-778899",
+                                    "amount",
+                                    new BigDecimal("120.00")))
                             .retrieve()
                             .body(String.class);
                 }));
@@ -314,16 +320,16 @@ abstract class AbstractLoanStormTest {
     @Test
     void apiAnswersAreRealStatusCodesAndNameTheProblem() {
         String note = open("C4", "1000.00", LocalDate.now());
-        assertThat(post(note, Map.of("channel", "APP", "outTradeNo", "X1", "amount", "0")))
+        assertThat(post(note, Map.of("channel", "APP", "outTradeNo", "X1", "amount", new BigDecimal("0"))))
                 .startsWith("400")
                 .contains("amount");
-        assertThat(post(note, Map.of("channel", "APP", "outTradeNo", "bad trade!", "amount", "5")))
+        assertThat(post(note, Map.of("channel", "APP", "outTradeNo", "bad trade!", "amount", new BigDecimal("5"))))
                 .startsWith("400")
                 .contains("outTradeNo");
-        assertThat(post(note, Map.of("channel", "APP", "outTradeNo", "X2", "amount", "99999")))
+        assertThat(post(note, Map.of("channel", "APP", "outTradeNo", "X2", "amount", new BigDecimal("99999"))))
                 .startsWith("422")
                 .contains("exceeds");
-        assertThat(post("NOPE", Map.of("channel", "APP", "outTradeNo", "X3", "amount", "5")))
+        assertThat(post("NOPE", Map.of("channel", "APP", "outTradeNo", "X3", "amount", new BigDecimal("5"))))
                 .startsWith("404");
         Integer otherTenant = http.get()
                 .uri("/api/tenants/other/notes/{n}", note)
@@ -333,7 +339,7 @@ abstract class AbstractLoanStormTest {
                         LockKey.ofTenant("borrow", tenant, note), LeaseOptions.defaults(), LockOwner.create("ops"))
                 .orElseThrow()) {
             assertThat(held.isHeld()).isTrue();
-            assertThat(post(note, Map.of("channel", "APP", "outTradeNo", "X4", "amount", "5")))
+            assertThat(post(note, Map.of("channel", "APP", "outTradeNo", "X4", "amount", new BigDecimal("5"))))
                     .startsWith("409")
                     .contains("loan note " + note + " is being processed, retry later")
                     .contains("application/problem+json");

@@ -1,5 +1,6 @@
 package dev.leasehold.examples.loan;
 
+import java.math.BigDecimal;
 import java.nio.charset.StandardCharsets;
 import java.time.LocalDate;
 import java.util.Base64;
@@ -54,7 +55,9 @@ final class Api {
     }
 
     Answer repay(String note, String trade, String amount) {
-        return post("/notes/" + note + "/repayments", Map.of("channel", "APP", "outTradeNo", trade, "amount", amount));
+        return post(
+                "/notes/" + note + "/repayments",
+                Map.of("channel", "APP", "outTradeNo", trade, "amount", new BigDecimal(amount)));
     }
 
     Answer settle(String note, String trade) {

@@ -48,6 +48,76 @@ class ApiContractTest extends H2ServiceTest {
         assertThat(api.get("/notes/" + note + "/repayments").body()).isEmpty();
     }
 
+    /**
+     * Wrong JSON types are refused, never coerced: a number for an enum (its position), a string for
+     * a number, a number for a string, a fraction for a whole number, a field the request does not
+     * have. Each is a 400 naming the field, saying the body is valid JSON of the wrong shape, and
+     * nothing is booked.
+     */
+    @Test
+    void wrongJsonTypesAndUnknownFieldsAreRefusedNamingTheFieldAndBookNothing() {
+        String note = open("12000.00", 12, today);
+        Map<String, String> repayments = new java.util.LinkedHashMap<>();
+        repayments.put("{\"channel\":1,\"outTradeNo\":\"T-1\",\"amount\":5}", "channel");
+        repayments.put("{\"channel\":\"APP\",\"outTradeNo\":\"T-2\",\"amount\":\"5.00\"}", "amount");
+        repayments.put("{\"channel\":\"APP\",\"outTradeNo\":12345,\"amount\":5}", "outTradeNo");
+        repayments.put("{\"channel\":\"APP\",\"outTradeNo\":true,\"amount\":5}", "outTradeNo");
+        repayments.put("{\"channel\":\"APP\",\"outTradeNo\":\"T-3\",\"amount\":5,\"memo\":\"x\"}", "memo");
+        repayments.put("{\"channel\":\"app\",\"outTradeNo\":\"T-4\",\"amount\":5}", "channel");
+        for (Map.Entry<String, String> bad : repayments.entrySet()) {
+            Api.Answer answer = api.post("/notes/" + note + "/repayments", bad.getKey());
+            assertThat(answer.status()).as(bad.getKey()).isEqualTo(400);
+            assertThat(answer.header("Content-Type")).as(bad.getKey()).startsWith("application/problem+json");
+            String detail = answer.body().get("detail").asString();
+            assertThat(detail)
+                    .as(bad.getKey())
+                    .contains("'" + bad.getValue() + "'")
+                    .doesNotContain("not valid JSON");
+            assertThat(answer.body().get("fields").toString()).as(bad.getKey()).contains(bad.getValue());
+        }
+        assertThat(api.get("/notes/" + note + "/repayments").body()).isEmpty();
+        int term = api.get("/notes/" + note).body().at("/note/termMonths").asInt();
+        for (String months : List.of("1.5", "\"2\"", "2.0", "true")) {
+            String body = "{\"extraMonths\":" + months + "}";
+            Api.Answer answer = api.operator(() -> api.postKeyed("/notes/" + note + "/extension", body, Api.newKey()));
+            assertThat(answer.status()).as(body).isEqualTo(400);
+            assertThat(answer.body().get("detail").asString())
+                    .as(body)
+                    .contains("'extraMonths'")
+                    .doesNotContain("not valid JSON");
+        }
+        assertThat(api.get("/notes/" + note).body().at("/note/termMonths").asInt())
+                .as("no extension booked")
+                .isEqualTo(term);
+        Api.Answer waiver = api.operator(() -> api.postKeyed(
+                "/notes/" + note + "/interest-waivers",
+                "{\"amount\":\"10.00\",\"reason\":\"goodwill\"}",
+                Api.newKey()));
+        assertThat(waiver.status()).isEqualTo(400);
+        assertThat(waiver.body().get("detail").asString()).contains("'amount'");
+    }
+
+    /** Valid JSON of the wrong shape is never called "not valid JSON"; broken JSON is. */
+    @Test
+    void theProblemSaysWhetherTheBodyIsBrokenJsonOrValidJsonOfTheWrongShape() {
+        String note = open("12000.00", 12, today);
+        for (String shape : List.of("[]", "\"repay\"", "42", "{\"channel\":\"APP\",\"channel\":\"APP\"}")) {
+            Api.Answer answer = api.post("/notes/" + note + "/repayments", shape);
+            assertThat(answer.status()).as(shape).isEqualTo(400);
+            assertThat(answer.body().get("detail").asString()).as(shape).doesNotContain("not valid JSON");
+        }
+        for (String broken : List.of(
+                "{\"channel\":\"APP\",",
+                "{channel: APP}",
+                "{\"channel\":\"APP\",\"outTradeNo\":\"T-9\",\"amount\":5} x",
+                "{\"channel\":\"APP\",\"outTradeNo\":\"T-9\",\"amount\":5} {}")) {
+            Api.Answer answer = api.post("/notes/" + note + "/repayments", broken);
+            assertThat(answer.status()).as(broken).isEqualTo(400);
+            assertThat(answer.body().get("detail").asString()).as(broken).contains("not valid JSON");
+        }
+        assertThat(api.get("/notes/" + note + "/repayments").body()).isEmpty();
+    }
+
     @Test
     void problemDetailsNameNoJavaType() {
         String note = open("12000.00", 12, today);

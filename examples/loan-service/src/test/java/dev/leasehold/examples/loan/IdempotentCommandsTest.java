@@ -2,6 +2,7 @@ package dev.leasehold.examples.loan;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import java.math.BigDecimal;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -22,7 +23,9 @@ class IdempotentCommandsTest extends H2ServiceTest {
 
     private Api.Answer waive(String note, String key, String amount) {
         return api.operator(() -> api.postKeyed(
-                "/notes/" + note + "/interest-waivers", Map.of("amount", amount, "reason", "goodwill"), key));
+                "/notes/" + note + "/interest-waivers",
+                Map.of("amount", new BigDecimal(amount), "reason", "goodwill"),
+                key));
     }
 
     private JsonNode note(String note) {
@@ -62,8 +65,9 @@ class IdempotentCommandsTest extends H2ServiceTest {
     @Test
     void operatorCommandsNeedAnIdempotencyKey() {
         String note = open("12000.00", 12, today);
-        Api.Answer missing = api.operator(
-                () -> api.post("/notes/" + note + "/interest-waivers", Map.of("amount", "1.00", "reason", "goodwill")));
+        Api.Answer missing = api.operator(() -> api.post(
+                "/notes/" + note + "/interest-waivers",
+                Map.of("amount", new BigDecimal("1.00"), "reason", "goodwill")));
         assertThat(missing.status()).isEqualTo(400);
         assertThat(missing.text()).contains("Idempotency-Key");
     }

@@ -55,7 +55,7 @@ class MoneyRulesTest extends H2ServiceTest {
         String note = open("12000.00", 12, today); // instalment 1 has earned 120.00
         Api.Answer waived = api.operator(() -> api.postKeyed(
                 "/notes/" + note + "/interest-waivers",
-                Map.of("amount", "100.00", "reason", "goodwill"),
+                Map.of("amount", new BigDecimal("100.00"), "reason", "goodwill"),
                 Api.newKey()));
         assertThat(waived.status()).as(waived.text()).isEqualTo(200);
         assertThat(api.extend(note, 1).status()).isEqualTo(200);
