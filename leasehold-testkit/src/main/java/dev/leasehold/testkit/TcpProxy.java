@@ -61,6 +61,7 @@ public final class TcpProxy implements AutoCloseable {
     private final AtomicLong droppedBytes = new AtomicLong();
     private final AtomicLong resets = new AtomicLong();
     private final AtomicLong accepted = new AtomicLong();
+    private final AtomicLong forwarded = new AtomicLong();
     private volatile boolean cut;
     private volatile boolean upBlackholed;
     private volatile boolean downBlackholed;
@@ -157,6 +158,11 @@ public final class TcpProxy implements AutoCloseable {
     /** Connections reset so far by {@link #cut()}, {@link #heal()} or {@link #close()}. */
     public long resets() {
         return resets.get();
+    }
+
+    /** Bytes delivered so far, both ways: a client behind the proxy is talking while it grows. */
+    public long forwardedBytes() {
+        return forwarded.get();
     }
 
     /** Connections accepted so far. */
@@ -283,6 +289,7 @@ public final class TcpProxy implements AutoCloseable {
                     }
                     out.write(buffer, 0, n);
                     out.flush();
+                    forwarded.addAndGet(n);
                 }
             } catch (IOException | InterruptedException e) {
                 // the link is gone either way
