@@ -429,8 +429,7 @@ final class Partition implements Scenario {
                 tally.violation("A's release of " + k + " (" + what + ") blocked its caller past "
                         + CLOSE_BOUND.toMillis() + " ms, until the link healed");
             }
-            history.add(new Op(
-                    "A", Kind.RELEASE, k, held.ownerToken(), invoked, History.now(), held.fence(), result, null, null));
+            history.add("A", Kind.RELEASE, k, held.ownerToken(), invoked, held.fence(), result, null, null);
             tally.note(k + ": A's release (" + what + ") "
                     + (failure == null
                             ? "returned"
@@ -468,17 +467,16 @@ final class Partition implements Scenario {
                     TimeUnit.MILLISECONDS.sleep(20);
                 }
             }
-            history.add(new Op(
+            history.add(
                     "A",
                     Kind.RELEASE,
                     k,
                     held.ownerToken(),
                     again,
-                    History.now(),
                     held.fence(),
                     freed == null ? Result.UNKNOWN : freed ? Result.OK : Result.REFUSED,
                     null,
-                    null));
+                    null);
             if (Boolean.TRUE.equals(freed) && next != null) {
                 tally.violation("A's second release of " + k + " freed a grant while C held it");
             }
@@ -572,43 +570,22 @@ final class Partition implements Scenario {
             long invoked = History.now();
             try {
                 Lease lease = service.acquire(key, options, owner);
-                history.add(new Op(
+                history.add(
                         process,
                         Kind.ACQUIRE,
                         key.render(),
                         lease.ownerToken(),
                         invoked,
-                        History.now(),
                         lease.fence(),
                         Result.OK,
                         null,
-                        null));
+                        null);
                 return lease;
             } catch (LockBusyException e) {
-                history.add(new Op(
-                        process,
-                        Kind.ACQUIRE,
-                        key.render(),
-                        null,
-                        invoked,
-                        History.now(),
-                        0,
-                        Result.REFUSED,
-                        null,
-                        null));
+                history.add(process, Kind.ACQUIRE, key.render(), null, invoked, 0, Result.REFUSED, null, null);
                 return null;
             } catch (RuntimeException e) {
-                history.add(new Op(
-                        process,
-                        Kind.ACQUIRE,
-                        key.render(),
-                        null,
-                        invoked,
-                        History.now(),
-                        0,
-                        Result.UNKNOWN,
-                        null,
-                        null));
+                history.add(process, Kind.ACQUIRE, key.render(), null, invoked, 0, Result.UNKNOWN, null, null);
                 return null;
             }
         }
@@ -621,33 +598,31 @@ final class Partition implements Scenario {
             } catch (RuntimeException e) {
                 result = Result.UNKNOWN;
             }
-            history.add(new Op(
+            history.add(
                     process,
                     Kind.RELEASE,
                     lease.key().render(),
                     lease.ownerToken(),
                     invoked,
-                    History.now(),
                     lease.fence(),
                     result,
                     null,
-                    null));
+                    null);
         }
 
         private void inspect(String process, String k, LockKey key) {
             long invoked = History.now();
             Optional<dev.leasehold.LeaseInfo> info = near.inspect(key);
-            history.add(new Op(
+            history.add(
                     process,
                     Kind.INSPECT,
                     k,
                     null,
                     invoked,
-                    History.now(),
                     info.map(dev.leasehold.LeaseInfo::fence).orElse(0L),
                     Result.OK,
                     null,
-                    null));
+                    null);
         }
 
         private Result write(String process, Lease lease, DataSource data, String effect) {
@@ -669,17 +644,7 @@ final class Partition implements Scenario {
             } catch (SQLException | RuntimeException e) {
                 result = Result.UNKNOWN;
             }
-            history.add(new Op(
-                    process,
-                    Kind.WRITE,
-                    k,
-                    lease.ownerToken(),
-                    invoked,
-                    History.now(),
-                    lease.fence(),
-                    result,
-                    TABLE,
-                    effect));
+            history.add(process, Kind.WRITE, k, lease.ownerToken(), invoked, lease.fence(), result, TABLE, effect);
             return result;
         }
 

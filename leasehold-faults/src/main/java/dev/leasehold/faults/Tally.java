@@ -100,19 +100,6 @@ final class Tally {
 
     Outcome outcome() {
         synchronized (details) {
-            if (verdict != null) {
-                return new Outcome(
-                        scenario,
-                        backend,
-                        Outcome.Status.RAN,
-                        operations.get(),
-                        canary.get(),
-                        protectedViolations.get(),
-                        Duration.ofNanos(longestStallNanos.get()),
-                        details,
-                        verdict.faults(),
-                        verdict.summary());
-            }
             return new Outcome(
                     scenario,
                     backend,
@@ -121,7 +108,9 @@ final class Tally {
                     canary.get(),
                     protectedViolations.get(),
                     Duration.ofNanos(longestStallNanos.get()),
-                    details);
+                    details,
+                    verdict == null ? -1 : verdict.faults(),
+                    verdict == null ? "-" : verdict.summary());
         }
     }
 }
