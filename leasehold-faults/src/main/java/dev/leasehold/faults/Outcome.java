@@ -16,6 +16,9 @@ import java.util.Objects;
  * @param protectedViolations violations of the protected path: must be zero
  * @param longestStall the longest a protected operation took or was blocked
  * @param details what the violations were (the first few) and other figures
+ * @param faults faults injected, where the scenario counts them (else -1)
+ * @param checker the history checker's verdict, where the scenario records a history (else
+ *     {@code -})
  */
 public record Outcome(
         String scenario,
@@ -25,7 +28,9 @@ public record Outcome(
         int canaryViolations,
         int protectedViolations,
         Duration longestStall,
-        List<String> details) {
+        List<String> details,
+        int faults,
+        String checker) {
 
     /** Whether the scenario ran, and if not, why. */
     public enum Status {
@@ -44,6 +49,30 @@ public record Outcome(
         Objects.requireNonNull(status, "status");
         Objects.requireNonNull(longestStall, "longestStall");
         details = List.copyOf(details);
+        Objects.requireNonNull(checker, "checker");
+    }
+
+    /** A row without a history: faults not counted, no checker verdict. */
+    public Outcome(
+            String scenario,
+            String backend,
+            Status status,
+            int operations,
+            int canaryViolations,
+            int protectedViolations,
+            Duration longestStall,
+            List<String> details) {
+        this(
+                scenario,
+                backend,
+                status,
+                operations,
+                canaryViolations,
+                protectedViolations,
+                longestStall,
+                details,
+                -1,
+                "-");
     }
 
     /** A scenario that could not run because {@code what} is missing. */

@@ -51,8 +51,8 @@ public final class Report {
                 .append(" A canary is the same work done without the protection; its violations prove the fault")
                 .append(" really happened and must be above 0. The protected path must show 0.\n\n")
                 .append("| scenario | backend | operations | canary violations (> 0) | protected violations (0)")
-                .append(" | longest stall | verdict |\n")
-                .append("|---|---|---:|---:|---:|---:|---|\n");
+                .append(" | longest stall | faults injected | history checker | verdict |\n")
+                .append("|---|---|---:|---:|---:|---:|---:|---|---|\n");
         for (Outcome o : sorted) {
             text.append(row(o)).append('\n');
         }
@@ -77,7 +77,8 @@ public final class Report {
 
     private static String row(Outcome o) {
         return "| " + o.scenario() + " | " + o.backend() + " | " + o.operations() + " | " + o.canaryViolations()
-                + " | " + o.protectedViolations() + " | " + o.longestStall().toMillis() + " ms | " + o.verdict()
+                + " | " + o.protectedViolations() + " | " + o.longestStall().toMillis() + " ms | "
+                + (o.faults() < 0 ? "-" : Integer.toString(o.faults())) + " | " + o.checker() + " | " + o.verdict()
                 + " |";
     }
 

@@ -28,6 +28,7 @@ public interface Scenario {
                 new ConnectionCut(),
                 new CrashedService(),
                 new ClockShift(),
-                new StormAcrossInstances());
+                new StormAcrossInstances(),
+                new Partition());
     }
 }

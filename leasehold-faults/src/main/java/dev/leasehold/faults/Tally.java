@@ -21,6 +21,7 @@ final class Tally {
     private final AtomicInteger protectedViolations = new AtomicInteger();
     private final AtomicLong longestStallNanos = new AtomicLong();
     private final List<String> details = new ArrayList<>();
+    private volatile HistoryChecker.Verdict verdict;
 
     Tally(String scenario, String backend) {
         this.scenario = scenario;
@@ -85,6 +86,18 @@ final class Tally {
         }
     }
 
+    /**
+     * The history checker's verdict over this run: each of its violations counts as a protected
+     * one, and the row prints its faults and verdict.
+     */
+    void checked(HistoryChecker.Verdict checked) {
+        this.verdict = checked;
+        for (String v : checked.violations()) {
+            keep("VIOLATION: history: " + v);
+        }
+        protectedViolations.addAndGet(checked.violationCount());
+    }
+
     Outcome outcome() {
         synchronized (details) {
             return new Outcome(
@@ -95,7 +108,9 @@ final class Tally {
                     canary.get(),
                     protectedViolations.get(),
                     Duration.ofNanos(longestStallNanos.get()),
-                    details);
+                    details,
+                    verdict == null ? -1 : verdict.faults(),
+                    verdict == null ? "-" : verdict.summary());
         }
     }
 }

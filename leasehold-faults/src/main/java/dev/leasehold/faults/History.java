@@ -1,0 +1,123 @@
+package dev.leasehold.faults;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+
+/**
+ * What a scenario did, operation by operation, for {@link HistoryChecker}: each acquire, release,
+ * loss signal, guarded write, effect and inspection with its process, key, grant (owner token and
+ * fence), invoke and completion times and result, and the faults injected between them. Every time
+ * is this JVM's {@link System#nanoTime()}, so the histories of one run share one clock. Thread-safe.
+ */
+final class History {
+
+    /** What an operation was. */
+    enum Kind {
+        /** A grant asked for; {@link Result#OK} with the grant's fence. */
+        ACQUIRE,
+        /** A grant given back; {@link Result#OK} when the store acknowledged it. */
+        RELEASE,
+        /** The holder was told its grant is gone ({@code onLost}); its completion is when. */
+        LOST,
+        /** A write guarded by the grant's fence at a resource: {@link Result#OK} accepted, {@link Result#REFUSED}. */
+        WRITE,
+        /** What the store said holds the key: the fence seen (0: nobody). */
+        INSPECT
+    }
+
+    /** How an operation ended. */
+    enum Result {
+        OK,
+        /** Busy, or a fence refused: a definite no. */
+        REFUSED,
+        /** A failure or no answer: it may or may not have been applied. */
+        UNKNOWN
+    }
+
+    /**
+     * One operation.
+     *
+     * @param process who did it, such as {@code A} (the client behind the proxy)
+     * @param kind what it was
+     * @param key the lock key rendered
+     * @param owner the grant's owner token ({@code null} for an inspection)
+     * @param invokeNanos when it was invoked
+     * @param completeNanos when it completed
+     * @param fence the grant's fence, or the fence an inspection saw (0: none)
+     * @param result how it ended
+     * @param resource the guarded resource of a write, else {@code null}
+     * @param effect the effect a write makes (a row id), else {@code null}
+     */
+    record Op(
+            String process,
+            Kind kind,
+            String key,
+            String owner,
+            long invokeNanos,
+            long completeNanos,
+            long fence,
+            Result result,
+            String resource,
+            String effect) {
+        Op {
+            Objects.requireNonNull(process, "process");
+            Objects.requireNonNull(kind, "kind");
+            Objects.requireNonNull(key, "key");
+            Objects.requireNonNull(result, "result");
+            if (completeNanos < invokeNanos) {
+                throw new IllegalArgumentException("an operation completes after its invocation: " + this);
+            }
+        }
+
+        /** The grant this operation belongs to: key, fence and owner. */
+        String grant() {
+            return key + "#" + fence + "#" + owner;
+        }
+
+        @Override
+        public String toString() {
+            return process + " " + kind + " " + key + " fence " + fence + " " + result
+                    + (effect == null ? "" : " effect " + effect);
+        }
+    }
+
+    /** A fault injected: what and when. */
+    record Fault(String what, long atNanos) {}
+
+    private final List<Op> ops = new ArrayList<>();
+    private final List<Fault> faults = new ArrayList<>();
+
+    static long now() {
+        return System.nanoTime();
+    }
+
+    synchronized void add(Op op) {
+        ops.add(op);
+    }
+
+    void add(
+            String process,
+            Kind kind,
+            String key,
+            String owner,
+            long invoke,
+            long fence,
+            Result result,
+            String resource,
+            String effect) {
+        add(new Op(process, kind, key, owner, invoke, now(), fence, result, resource, effect));
+    }
+
+    synchronized void fault(String what) {
+        faults.add(new Fault(what, now()));
+    }
+
+    synchronized List<Op> ops() {
+        return List.copyOf(ops);
+    }
+
+    synchronized List<Fault> faults() {
+        return List.copyOf(faults);
+    }
+}

@@ -1,0 +1,732 @@
+package dev.leasehold.faults;
+
+import com.zaxxer.hikari.HikariDataSource;
+import dev.leasehold.Lease;
+import dev.leasehold.LeaseOptions;
+import dev.leasehold.LockBusyException;
+import dev.leasehold.LockKey;
+import dev.leasehold.LockOwner;
+import dev.leasehold.LockService;
+import dev.leasehold.faults.History.Kind;
+import dev.leasehold.faults.History.Op;
+import dev.leasehold.faults.History.Result;
+import dev.leasehold.jdbc.Database;
+import dev.leasehold.testkit.TcpProxy;
+import dev.leasehold.testkit.TcpProxy.Direction;
+import dev.leasehold.testkit.TestServices;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.net.InetSocketAddress;
+import java.net.Socket;
+import java.nio.charset.StandardCharsets;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.UUID;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+import javax.sql.DataSource;
+import org.awaitility.Awaitility;
+
+/**
+ * 9. One client (A) reaches its store through a {@link TcpProxy}; the others (B, C) reach it
+ * directly. The proxy cuts the link, black-holes it (accepts, never answers) or delays it past the
+ * lease, both ways, and heals it. Each round, on fresh keys:
+ *
+ * <ul>
+ *   <li><b>holder cut off</b>: A holds (renewed) and is cut off. Its {@code isHeld()} turns false and
+ *       {@code onLost} fires within its last confirmed grant or renewal + lease + 100 ms; B then
+ *       gets the key with a larger fence and writes through it; when the link heals, A's fenced
+ *       write is refused at the guarded table;
+ *   <li><b>waiter cut off</b>: A waits for a key B holds and is cut off while it waits; B releases;
+ *       C gets the key within the longer of A's place's TTL and A's lease (a key handed to A's
+ *       place lasts that long) + the lock service's longest poll (1 s) + 200 ms, and A is never
+ *       granted a key it is not told about (the store shows C's grant);
+ *   <li><b>release answer lost</b>: A releases while the answers from the store are black-holed
+ *       or delayed past the lease; C gets the key at the latest at A's expiry (+ the longest poll
+ *       + 200 ms); after the heal A's release again, with its own grant's token, frees nothing:
+ *       the store still shows C's grant, and C's fenced write is accepted.
+ * </ul>
+ *
+ * <p>Every operation goes into a {@link History} that {@link HistoryChecker} verifies as a whole.
+ * Canary: a probe through the proxy (a Redis {@code PING}, a PostgreSQL SSL request, MariaDB's
+ * greeting) answers before each fault and not during it, so the fault was real; and A's unfenced
+ * write after the heal lands over B's, as a holder that trusts its lock without a fence would.
+ */
+final class Partition implements Scenario {
+
+    static final String TITLE = "9 partition";
+    private static final Duration LEASE = Duration.ofSeconds(1);
+    private static final Duration LOST_SLACK = Duration.ofMillis(100);
+    private static final Duration PROBE = Duration.ofMillis(300);
+    private static final Duration LONGEST_POLL = Duration.ofSeconds(1);
+    private static final Duration SLACK = Duration.ofMillis(200);
+    private static final Duration REDIS_PLACE_TTL = Duration.ofMillis(300);
+    private static final Duration SQL_PLACE_TTL = Duration.ofSeconds(2);
+    private static final String TABLE = "fault_partition";
+    /** How long A's release may block its caller while the answers are lost. */
+    private static final Duration CLOSE_BOUND = Duration.ofSeconds(15);
+
+    private static final Pattern HOST_PORT = Pattern.compile("//([^/:?]+):(\\d+)");
+
+    @Override
+    public String title() {
+        return TITLE;
+    }
+
+    @Override
+    public List<String> backends() {
+        return List.of("redis", "postgresql", "mariadb");
+    }
+
+    /** What the three rounds break: the link each way, by a black hole, a cut or a delay past the lease. */
+    private enum Break {
+        BLACKHOLE,
+        CUT,
+        DELAY;
+
+        void apply(TcpProxy proxy) {
+            switch (this) {
+                case BLACKHOLE -> proxy.blackhole(Direction.BOTH);
+                case CUT -> proxy.cut();
+                case DELAY -> proxy.delay(Direction.BOTH, LEASE.multipliedBy(4));
+            }
+        }
+
+        String describe() {
+            return switch (this) {
+                case BLACKHOLE -> "black-holed both ways";
+                case CUT -> "cut";
+                case DELAY -> "delayed " + LEASE.multipliedBy(4).toMillis() + " ms both ways";
+            };
+        }
+    }
+
+    @Override
+    public Outcome run(String backend, Profile profile) throws Exception {
+        Database database = StoreSpec.database(backend);
+        Tally tally = new Tally(TITLE, backend);
+        History history = new History();
+        ExecutorService workers = Executors.newCachedThreadPool();
+        try (PrivateDatabase db = PrivateDatabase.create(database)) {
+            db.execute(
+                    "CREATE TABLE " + TABLE + " (effect VARCHAR(64) NOT NULL PRIMARY KEY,"
+                            + " lock_key VARCHAR(100) NOT NULL, fence BIGINT NOT NULL, process VARCHAR(8) NOT NULL)",
+                    "CREATE TABLE fault_partition_canary (lock_key VARCHAR(100) NOT NULL PRIMARY KEY,"
+                            + " process VARCHAR(8) NOT NULL)");
+            String[] target = target(backend, db);
+            try (TcpProxy proxy = TcpProxy.to(target[0], Integer.parseInt(target[1]));
+                    Links links = Links.open(backend, db, proxy)) {
+                Confirmations confirmations = new Confirmations();
+                try (LockService a = Library.locks(links.far.store(), confirmations::record);
+                        LockService near = Library.locks(links.near.store())) {
+                    Run run = new Run(backend, db, proxy, links, a, near, confirmations, tally, history, workers);
+                    int rounds = profile.times(3);
+                    for (int round = 0; round < rounds; round++) {
+                        Break kind = Break.values()[round % Break.values().length];
+                        run.holderCutOff(round, kind);
+                        run.waiterCutOff(round, kind == Break.DELAY ? Break.BLACKHOLE : kind);
+                        run.releaseAnswerLost(round, round % 2 == 0);
+                    }
+                    tally.note("A's store client answered again at most "
+                            + run.longestReconnect().toMillis() + " ms after a heal");
+                }
+            }
+            HistoryChecker.Verdict verdict = new HistoryChecker(LOST_SLACK, true).check(history, effectCounts(db));
+            tally.operations(history.ops().size());
+            tally.checked(verdict);
+            tally.note("history: " + verdict.summary());
+        } finally {
+            workers.shutdownNow();
+        }
+        return tally.outcome();
+    }
+
+    /** The store's host and port: the shared Redis, or the database server. */
+    private static String[] target(String backend, PrivateDatabase db) {
+        if (backend.equals("redis")) {
+            TestServices.RedisEndpoint redis = TestServices.redis();
+            return new String[] {redis.host(), Integer.toString(redis.port())};
+        }
+        Matcher m = HOST_PORT.matcher(db.spec().url());
+        if (!m.find()) {
+            throw new IllegalStateException("no host:port in " + db.spec().url());
+        }
+        return new String[] {m.group(1), m.group(2)};
+    }
+
+    /** The stores: far (through the proxy, for A) and near (direct); where A's guarded writes go. */
+    private static final class Links implements AutoCloseable {
+        final Library.Store far;
+        final Library.Store near;
+        final DataSource farData;
+        private final HikariDataSource farPool;
+
+        private Links(Library.Store far, Library.Store near, DataSource farData, HikariDataSource farPool) {
+            this.far = far;
+            this.near = near;
+            this.farData = farData;
+            this.farPool = farPool;
+        }
+
+        static Links open(String backend, PrivateDatabase db, TcpProxy proxy) {
+            if (backend.equals("redis")) {
+                String prefix = "faults-" + UUID.randomUUID().toString().substring(0, 8) + ":";
+                Library.Store near =
+                        Library.redisStore(Library.redisUri(TestServices.redis().uri(), Duration.ofSeconds(2)), prefix);
+                Library.Store far = Library.redisStore(
+                        Library.redisUri("redis://" + proxy.host() + ":" + proxy.port(), Duration.ofSeconds(2)),
+                        prefix);
+                // The partition is between A and Redis: the guarded database stays reachable.
+                return new Links(far, near, db.dataSource(), null);
+            }
+            PrivateDatabase.Spec spec = db.spec();
+            String url = HOST_PORT.matcher(spec.url()).replaceFirst("//" + proxy.host() + ":" + proxy.port());
+            if (!Boolean.getBoolean("faults.partition.noSocketTimeout")) {
+                // A deployment's driver setting: without it a call on a black-holed link waits until
+                // the link dies, and so does Lease.close() (the README's partition row).
+                url += (url.contains("?") ? "&" : "?")
+                        + (spec.database() == Database.POSTGRESQL ? "socketTimeout=3" : "socketTimeout=3000");
+            }
+            HikariDataSource pool = new PrivateDatabase.Spec(
+                            spec.database(), url, spec.user(), spec.password(), spec.name())
+                    .pool("faults-far-" + spec.name(), 4);
+            Library.Store far = Library.jdbcStore(pool, spec.database());
+            Library.Store near = Library.jdbcStore(db.dataSource(), spec.database());
+            // The store is the guarded database: A is cut off from both.
+            return new Links(far, near, pool, pool);
+        }
+
+        @Override
+        public void close() {
+            far.close();
+            near.close();
+            if (farPool != null) {
+                farPool.close();
+            }
+        }
+    }
+
+    /** One run's state and its three cases. */
+    private static final class Run {
+        private final String backend;
+        private final PrivateDatabase db;
+        private final TcpProxy proxy;
+        private final Links links;
+        private final LockService a;
+        private final LockService near;
+        private final Confirmations confirmations;
+        private final Tally tally;
+        private final History history;
+        private final ExecutorService workers;
+        private Duration longestReconnect = Duration.ZERO;
+
+        Run(
+                String backend,
+                PrivateDatabase db,
+                TcpProxy proxy,
+                Links links,
+                LockService a,
+                LockService near,
+                Confirmations confirmations,
+                Tally tally,
+                History history,
+                ExecutorService workers) {
+            this.backend = backend;
+            this.db = db;
+            this.proxy = proxy;
+            this.links = links;
+            this.a = a;
+            this.near = near;
+            this.confirmations = confirmations;
+            this.tally = tally;
+            this.history = history;
+            this.workers = workers;
+        }
+
+        private static LeaseOptions options(Duration lease, Duration wait) {
+            return LeaseOptions.builder()
+                    .leaseFor(lease)
+                    .waitFor(wait)
+                    .renewal(true)
+                    .build();
+        }
+
+        // ---- holder cut off ----
+
+        void holderCutOff(int round, Break kind) throws Exception {
+            LockKey key = LockKey.of("partition", "held" + round);
+            String k = key.render();
+            Lease held = acquire("A", a, key, options(LEASE, Duration.ofSeconds(5)), LockOwner.create("A"));
+            CountDownLatch lost = new CountDownLatch(1);
+            AtomicLong lostAt = new AtomicLong();
+            held.onLost(e -> {
+                long at = History.now();
+                lostAt.set(at);
+                history.add(new Op("A", Kind.LOST, k, held.ownerToken(), at, at, held.fence(), Result.OK, null, null));
+                lost.countDown();
+            });
+            if (write("A", held, links.farData, "r" + round + "-held-A0") != Result.OK) {
+                tally.violation("A's fenced write to " + k + " before the fault was not accepted");
+            }
+            unfenced(links.farData, k, "A");
+            long faultAt = inject(kind, k, "A holds");
+            if (!lost.await(LEASE.toMillis() + 10_000, TimeUnit.MILLISECONDS)) {
+                tally.violation("A, " + kind.describe() + " while it held " + k + ", was never told it lost it");
+            } else {
+                Long confirmed = confirmations.lastConfirmed(held);
+                if (held.isHeld()) {
+                    tally.violation("A's lease on " + k + " still says isHeld() after onLost");
+                }
+                if (confirmed != null) {
+                    Duration after = Duration.ofNanos(lostAt.get() - confirmed);
+                    tally.note(k + ": A told lost " + after.toMillis() + " ms after its last confirmation ("
+                            + kind.describe() + ")");
+                    if (after.compareTo(LEASE.plus(LOST_SLACK)) > 0) {
+                        tally.violation("A was told it lost " + k + " " + after.toMillis()
+                                + " ms after its last confirmed grant or renewal: beyond its lease ("
+                                + LEASE.toMillis() + " ms) + " + LOST_SLACK.toMillis() + " ms");
+                    }
+                }
+            }
+            Lease next = acquire("B", near, key, options(LEASE, Duration.ofSeconds(10)), LockOwner.create("B"));
+            tally.stall(Duration.ofNanos(History.now() - faultAt));
+            if (next.fence() <= held.fence()) {
+                tally.violation(
+                        "B got fence " + next.fence() + " on " + k + ", not above the cut-off A's " + held.fence());
+            }
+            if (write("B", next, db.dataSource(), "r" + round + "-held-B") != Result.OK) {
+                tally.violation("the new holder B's fenced write to " + k + " was refused");
+            }
+            unfenced(db.dataSource(), k, "B");
+            heal();
+            Result late = writeRetrying("A", held, links.farData, "r" + round + "-held-A1");
+            if (late == Result.OK) {
+                tally.violation("A's fenced write with its old fence " + held.fence() + " on " + k
+                        + " was accepted after the heal, over B's " + next.fence());
+            } else if (late == Result.UNKNOWN) {
+                tally.violation("A's fenced write on " + k + " after the heal got no answer");
+            }
+            unfencedRetrying(links.farData, k, "A");
+            if ("A".equals(canaryOwner(k))) {
+                tally.canary("A's unfenced write after the heal landed over B's on " + k);
+            }
+            closeQuietly(held);
+            release("B", next);
+        }
+
+        // ---- waiter cut off ----
+
+        void waiterCutOff(int round, Break kind) throws Exception {
+            LockKey key = LockKey.of("partition", "waited" + round);
+            String k = key.render();
+            Lease holder = acquire(
+                    "B", near, key, options(Duration.ofSeconds(2), Duration.ofSeconds(5)), LockOwner.create("B"));
+            long before = proxy.forwardedBytes();
+            long invoked = History.now();
+            LockOwner ownerA = LockOwner.create("A");
+            Future<Lease> waiting =
+                    workers.submit(() -> acquireOrNull("A", a, key, options(LEASE, Duration.ofSeconds(3)), ownerA));
+            // A is waiting: it asked, and asked again after the barging bound (50 ms) put it in the queue.
+            AtomicLong seen = new AtomicLong(before);
+            AtomicLong asks = new AtomicLong();
+            Awaitility.await("A's asks for " + k + " through the proxy")
+                    .atMost(Duration.ofSeconds(5))
+                    .pollInterval(Duration.ofMillis(10))
+                    .until(() -> {
+                        long now = proxy.forwardedBytes();
+                        if (now > seen.get()) {
+                            seen.set(now);
+                            if (History.now() - invoked > Duration.ofMillis(100).toNanos() || asks.get() == 0) {
+                                asks.incrementAndGet();
+                            }
+                        }
+                        return asks.get() >= 2 || waiting.isDone();
+                    });
+            inject(kind, k, "A waits");
+            release("B", holder);
+            long released = History.now();
+            LockOwner ownerC = LockOwner.create("C");
+            Lease taken = acquireOrNull("C", near, key, options(LEASE, Duration.ofSeconds(10)), ownerC);
+            Lease waiter = waiting.get(30, TimeUnit.SECONDS);
+            if (taken == null) {
+                tally.violation("C could not take " + k + " within 10 s of B's release while A, waiting, was cut off");
+            } else {
+                Duration blocked = Duration.ofNanos(History.now() - released);
+                Duration placeTtl = backend.equals("redis") ? REDIS_PLACE_TTL : SQL_PLACE_TTL;
+                Duration bound = (placeTtl.compareTo(LEASE) > 0 ? placeTtl : LEASE)
+                        .plus(LONGEST_POLL)
+                        .plus(SLACK);
+                tally.stall(blocked);
+                tally.note(k + ": C took the key " + blocked.toMillis() + " ms after B's release, A "
+                        + (waiter == null ? "not granted" : "granted fence " + waiter.fence()) + " ("
+                        + kind.describe() + ")");
+                if (blocked.compareTo(bound) > 0) {
+                    tally.violation("A's place, cut off, held " + k + " from C for " + blocked.toMillis()
+                            + " ms after B's release: beyond " + bound.toMillis() + " ms");
+                }
+                inspect("C", k, key);
+            }
+            heal();
+            if (taken != null) {
+                inspect("C", k, key);
+                release("C", taken);
+            }
+            if (waiter != null) {
+                closeQuietly(waiter);
+            }
+        }
+
+        // ---- release answer lost ----
+
+        void releaseAnswerLost(int round, boolean blackhole) throws Exception {
+            LockKey key = LockKey.of("partition", "released" + round);
+            String k = key.render();
+            Lease held = acquire("A", a, key, options(LEASE, Duration.ofSeconds(5)), LockOwner.create("A"));
+            if (write("A", held, links.farData, "r" + round + "-rel-A") != Result.OK) {
+                tally.violation("A's fenced write to " + k + " before the fault was not accepted");
+            }
+            boolean answered = probe();
+            String what;
+            if (blackhole) {
+                proxy.blackhole(Direction.DOWNSTREAM);
+                what = "answers black-holed";
+            } else {
+                proxy.delay(Direction.DOWNSTREAM, LEASE.multipliedBy(4));
+                what = "answers delayed " + LEASE.multipliedBy(4).toMillis() + " ms";
+            }
+            history.fault(what + " as A releases " + k);
+            canaryProbe(answered, what, k);
+            long invoked = History.now();
+            Future<?> closing = workers.submit(held::close);
+            // C asks while A's release is still in flight: the key must be free by A's expiry.
+            Lease next = acquireOrNull("C", near, key, options(LEASE, Duration.ofSeconds(10)), LockOwner.create("C"));
+            long grantedAt = History.now();
+            Result result;
+            String failure = null;
+            try {
+                closing.get(CLOSE_BOUND.toMillis(), TimeUnit.MILLISECONDS);
+                result = Result.OK;
+            } catch (java.util.concurrent.ExecutionException e) {
+                result = Result.UNKNOWN;
+                failure = e.getCause().toString();
+            } catch (TimeoutException e) {
+                result = Result.UNKNOWN;
+                failure = "no return within " + CLOSE_BOUND.toMillis() + " ms";
+                tally.violation("A's release of " + k + " (" + what + ") blocked its caller past "
+                        + CLOSE_BOUND.toMillis() + " ms, until the link healed");
+            }
+            history.add("A", Kind.RELEASE, k, held.ownerToken(), invoked, held.fence(), result, null, null);
+            tally.note(k + ": A's release (" + what + ") "
+                    + (failure == null
+                            ? "returned"
+                            : "failed after "
+                                    + Duration.ofNanos(History.now() - invoked).toMillis() + " ms: " + failure));
+            if (next == null) {
+                tally.violation("C could not take " + k + " within 10 s of A's release whose answer was lost");
+            } else {
+                Duration took = Duration.ofNanos(grantedAt - invoked);
+                tally.stall(took);
+                Long confirmed = confirmations.lastConfirmed(held);
+                long expiry = (confirmed != null ? confirmed : invoked) + LEASE.toNanos();
+                tally.note(k + ": C took the key " + took.toMillis() + " ms after A's release began");
+                if (grantedAt > expiry + LONGEST_POLL.plus(SLACK).toNanos()) {
+                    tally.violation(k + " was free to C only "
+                            + Duration.ofNanos(grantedAt - expiry).toMillis()
+                            + " ms after A's expiry (last confirmation + lease), beyond the longest poll + "
+                            + SLACK.toMillis() + " ms");
+                }
+                if (write("C", next, db.dataSource(), "r" + round + "-rel-C0") != Result.OK) {
+                    tally.violation("C's fenced write to " + k + " was refused");
+                }
+            }
+            awaitQuietly(closing);
+            heal();
+            // A's release again, as a client retries a release whose answer it never got.
+            long again = History.now();
+            Boolean freed = null;
+            long deadline = again + Duration.ofSeconds(15).toNanos();
+            while (freed == null && History.now() < deadline) {
+                try {
+                    freed = links.far.store().release(key, held.ownerToken());
+                } catch (RuntimeException e) {
+                    // the link is coming back: the store client reconnects; try again shortly
+                    TimeUnit.MILLISECONDS.sleep(20);
+                }
+            }
+            history.add(
+                    "A",
+                    Kind.RELEASE,
+                    k,
+                    held.ownerToken(),
+                    again,
+                    held.fence(),
+                    freed == null ? Result.UNKNOWN : freed ? Result.OK : Result.REFUSED,
+                    null,
+                    null);
+            if (Boolean.TRUE.equals(freed) && next != null) {
+                tally.violation("A's second release of " + k + " freed a grant while C held it");
+            }
+            if (next != null) {
+                inspect("C", k, key);
+                if (write("C", next, db.dataSource(), "r" + round + "-rel-C1") != Result.OK) {
+                    tally.violation("C's fenced write to " + k + " after A's second release was refused");
+                }
+                release("C", next);
+            }
+        }
+
+        // ---- faults ----
+
+        private long inject(Break kind, String key, String when) {
+            boolean answered = probe();
+            kind.apply(proxy);
+            long at = History.now();
+            history.fault(kind.describe() + " while " + when + " " + key);
+            canaryProbe(answered, kind.describe(), key);
+            return at;
+        }
+
+        private void canaryProbe(boolean answeredBefore, String what, String key) {
+            if (!answeredBefore) {
+                tally.note("the probe got no answer before the fault on " + key + ": not counted");
+                return;
+            }
+            if (!probe()) {
+                tally.canary("a probe through the proxy got no answer within " + PROBE.toMillis() + " ms: the link was "
+                        + what + " (" + key + ")");
+            }
+        }
+
+        /**
+         * Lets the link pass again and waits until A's store client answers through it: a client
+         * reconnects with a backoff that grew while its attempts were reset.
+         */
+        private void heal() {
+            proxy.heal();
+            history.fault("healed");
+            long healed = History.now();
+            LockKey probeKey = LockKey.of("partition", "link");
+            Awaitility.await("A's store client to answer again after the heal")
+                    .atMost(Duration.ofSeconds(60))
+                    .pollInterval(Duration.ofMillis(20))
+                    .ignoreExceptions()
+                    .until(() -> links.far.store().inspect(probeKey).isEmpty());
+            Duration back = Duration.ofNanos(History.now() - healed);
+            longestReconnect = back.compareTo(longestReconnect) > 0 ? back : longestReconnect;
+        }
+
+        Duration longestReconnect() {
+            return longestReconnect;
+        }
+
+        /** Whether the store's server answers through the proxy within {@link #PROBE}. */
+        private boolean probe() {
+            try (Socket socket = new Socket()) {
+                socket.connect(new InetSocketAddress(proxy.host(), proxy.port()), (int) PROBE.toMillis());
+                socket.setSoTimeout((int) PROBE.toMillis());
+                OutputStream out = socket.getOutputStream();
+                switch (backend) {
+                    case "redis" -> out.write("PING\r\n".getBytes(StandardCharsets.US_ASCII));
+                    case "postgresql" -> out.write(new byte[] {0, 0, 0, 8, 4, (byte) 0xd2, 0x16, 0x2f});
+                    default -> {
+                        // MariaDB greets first
+                    }
+                }
+                out.flush();
+                return socket.getInputStream().read() >= 0;
+            } catch (IOException e) {
+                return false;
+            }
+        }
+
+        // ---- recorded operations ----
+
+        private Lease acquire(String process, LockService service, LockKey key, LeaseOptions options, LockOwner owner)
+                throws InterruptedException {
+            Lease lease = acquireOrNull(process, service, key, options, owner);
+            if (lease == null) {
+                throw new IllegalStateException(process + " could not take " + key + " with nothing in the way");
+            }
+            return lease;
+        }
+
+        private Lease acquireOrNull(
+                String process, LockService service, LockKey key, LeaseOptions options, LockOwner owner)
+                throws InterruptedException {
+            long invoked = History.now();
+            try {
+                Lease lease = service.acquire(key, options, owner);
+                history.add(
+                        process,
+                        Kind.ACQUIRE,
+                        key.render(),
+                        lease.ownerToken(),
+                        invoked,
+                        lease.fence(),
+                        Result.OK,
+                        null,
+                        null);
+                return lease;
+            } catch (LockBusyException e) {
+                history.add(process, Kind.ACQUIRE, key.render(), null, invoked, 0, Result.REFUSED, null, null);
+                return null;
+            } catch (RuntimeException e) {
+                history.add(process, Kind.ACQUIRE, key.render(), null, invoked, 0, Result.UNKNOWN, null, null);
+                return null;
+            }
+        }
+
+        private void release(String process, Lease lease) {
+            long invoked = History.now();
+            Result result = Result.OK;
+            try {
+                lease.close();
+            } catch (RuntimeException e) {
+                result = Result.UNKNOWN;
+            }
+            history.add(
+                    process,
+                    Kind.RELEASE,
+                    lease.key().render(),
+                    lease.ownerToken(),
+                    invoked,
+                    lease.fence(),
+                    result,
+                    null,
+                    null);
+        }
+
+        private void inspect(String process, String k, LockKey key) {
+            long invoked = History.now();
+            Optional<dev.leasehold.LeaseInfo> info = near.inspect(key);
+            history.add(
+                    process,
+                    Kind.INSPECT,
+                    k,
+                    null,
+                    invoked,
+                    info.map(dev.leasehold.LeaseInfo::fence).orElse(0L),
+                    Result.OK,
+                    null,
+                    null);
+        }
+
+        private Result write(String process, Lease lease, DataSource data, String effect) {
+            String k = lease.key().render();
+            long invoked = History.now();
+            Result result;
+            try {
+                boolean accepted = Library.fencedWrite(data, lease, tx -> {
+                    try (PreparedStatement insert = tx.prepareStatement(
+                            "INSERT INTO " + TABLE + " (effect, lock_key, fence, process) VALUES (?, ?, ?, ?)")) {
+                        insert.setString(1, effect);
+                        insert.setString(2, k);
+                        insert.setLong(3, lease.fence());
+                        insert.setString(4, process);
+                        insert.executeUpdate();
+                    }
+                });
+                result = accepted ? Result.OK : Result.REFUSED;
+            } catch (SQLException | RuntimeException e) {
+                result = Result.UNKNOWN;
+            }
+            history.add(process, Kind.WRITE, k, lease.ownerToken(), invoked, lease.fence(), result, TABLE, effect);
+            return result;
+        }
+
+        /** A write through a link just healed: tried again (as a new effect) while it gets no answer. */
+        private Result writeRetrying(String process, Lease lease, DataSource data, String effect) {
+            Result result = Result.UNKNOWN;
+            long deadline = History.now() + Duration.ofSeconds(20).toNanos();
+            for (int attempt = 0; result == Result.UNKNOWN && History.now() < deadline; attempt++) {
+                result = write(process, lease, data, effect + "-" + attempt);
+            }
+            return result;
+        }
+
+        private void unfenced(DataSource data, String k, String process) throws SQLException {
+            try (Connection connection = data.getConnection();
+                    PreparedStatement upsert =
+                            connection.prepareStatement("DELETE FROM fault_partition_canary WHERE lock_key = ?");
+                    PreparedStatement insert = connection.prepareStatement(
+                            "INSERT INTO fault_partition_canary (lock_key, process) VALUES (?, ?)")) {
+                connection.setAutoCommit(false);
+                upsert.setString(1, k);
+                upsert.executeUpdate();
+                insert.setString(1, k);
+                insert.setString(2, process);
+                insert.executeUpdate();
+                connection.commit();
+            }
+        }
+
+        private void unfencedRetrying(DataSource data, String k, String process) throws Exception {
+            long deadline = History.now() + Duration.ofSeconds(20).toNanos();
+            while (true) {
+                try {
+                    unfenced(data, k, process);
+                    return;
+                } catch (SQLException e) {
+                    if (History.now() > deadline) {
+                        throw e;
+                    }
+                    TimeUnit.MILLISECONDS.sleep(20);
+                }
+            }
+        }
+
+        private String canaryOwner(String k) throws SQLException {
+            try (Connection connection = db.dataSource().getConnection();
+                    PreparedStatement select = connection.prepareStatement(
+                            "SELECT process FROM fault_partition_canary WHERE lock_key = ?")) {
+                select.setString(1, k);
+                try (ResultSet row = select.executeQuery()) {
+                    return row.next() ? row.getString(1) : null;
+                }
+            }
+        }
+
+        private static void awaitQuietly(Future<?> call) throws InterruptedException {
+            try {
+                call.get(30, TimeUnit.SECONDS);
+            } catch (java.util.concurrent.ExecutionException | TimeoutException e) {
+                // its outcome is already recorded
+            }
+        }
+
+        private static void closeQuietly(Lease lease) {
+            try {
+                lease.close();
+            } catch (RuntimeException e) {
+                // a lost lease: nothing to give back
+            }
+        }
+    }
+
+    private static Map<String, Long> effectCounts(PrivateDatabase db) throws SQLException {
+        Map<String, Long> counts = new HashMap<>();
+        try (Connection connection = db.dataSource().getConnection();
+                PreparedStatement select =
+                        connection.prepareStatement("SELECT effect, COUNT(*) FROM " + TABLE + " GROUP BY effect");
+                ResultSet rows = select.executeQuery()) {
+            while (rows.next()) {
+                counts.put(rows.getString(1), rows.getLong(2));
+            }
+        }
+        return counts;
+    }
+}
