@@ -430,14 +430,14 @@ public class LeaseholdAutoConfiguration {
                 LockModeSwitch mode,
                 LeaseholdProperties properties,
                 ApplicationEventPublisher events) {
-            return new LeaseholdEndpoint(locks, store, mode, properties, new AdminAudit(events));
+            return new LeaseholdEndpoint(locks, store, mode, new AdminGuard(properties, new AdminAudit(events)));
         }
 
         @Bean
         @ConditionalOnMissingBean
         LeaseholdModeEndpoint leaseholdModeEndpoint(
                 LockModeSwitch mode, LeaseholdProperties properties, ApplicationEventPublisher events) {
-            return new LeaseholdModeEndpoint(mode, properties, new AdminAudit(events));
+            return new LeaseholdModeEndpoint(mode, new AdminGuard(properties, new AdminAudit(events)));
         }
     }
 
