@@ -164,6 +164,11 @@ public class LeaseholdAutoConfiguration {
         return new LockedMethodsCheck(beans, lockedOrder(environment));
     }
 
+    @Bean
+    static ExpressionsCheck leaseholdExpressionsCheck(ListableBeanFactory beans) {
+        return new ExpressionsCheck(beans);
+    }
+
     /**
      * Leasehold's tables: its own Flyway history when Flyway is on the class path, else Spring
      * Boot's script initializer; either runs before every bean that depends on database
