@@ -2,17 +2,16 @@ package dev.leasehold.spring;
 
 import java.util.LinkedHashMap;
 import java.util.Map;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
-import org.slf4j.spi.LoggingEventBuilder;
+import org.slf4j.event.Level;
 import org.springframework.boot.actuate.audit.listener.AuditApplicationEvent;
 import org.springframework.context.ApplicationEventPublisher;
 
 /**
- * Audits operator actions (force-release, mode change; granted or refused): one WARN event on
- * logger {@code leasehold.audit} with escaped key-value pairs, and an Actuator {@link
- * AuditApplicationEvent} (type {@code LEASEHOLD_*}) that Spring Boot stores in the application's
- * {@code AuditEventRepository} when it has one. Thread-safe.
+ * Audits operator actions (force-release, mode change; granted or refused): one WARN line on logger
+ * {@code leasehold.audit}, written by {@link AuditLine}, and an Actuator {@link
+ * AuditApplicationEvent} (type {@code LEASEHOLD_*}, data the line's fields after {@code by}) that
+ * Spring Boot stores in the application's {@code AuditEventRepository} when it has one.
+ * Thread-safe.
  */
 final class AdminAudit {
 
@@ -23,8 +22,6 @@ final class AdminAudit {
     static final String MODE_CHANGE = "LEASEHOLD_MODE_CHANGE";
     static final String MODE_CHANGE_DENIED = "LEASEHOLD_MODE_CHANGE_DENIED";
 
-    private static final Logger log = LoggerFactory.getLogger(AuditLog.LOGGER);
-
     private final ApplicationEventPublisher events;
 
     AdminAudit(ApplicationEventPublisher events) {
@@ -32,36 +29,30 @@ final class AdminAudit {
     }
 
     /**
-     * Records an action by {@code who}; {@code data} values are caller input and are escaped.
-     *
-     * @param message the plain-text form, with {@code {}} for each data value in order
+     * The start of the line for an action of {@code type} by {@code who}: {@code event} (the type's
+     * action, {@code .refused} for a refusal) then {@code by}; the caller adds the action's fields.
      */
-    void record(String type, String who, String message, Map<String, Object> data) {
-        String principal = AuditText.clean(who);
-        Map<String, Object> clean = new LinkedHashMap<>();
-        data.forEach((name, value) -> clean.put(name, value instanceof Boolean ? value : AuditText.clean(value)));
-        LoggingEventBuilder event = log.atWarn()
-                .addKeyValue("event", type.toLowerCase(java.util.Locale.ROOT))
-                .addKeyValue("by", principal);
-        for (Map.Entry<String, Object> entry : clean.entrySet()) {
-            event = event.addKeyValue(entry.getKey(), entry.getValue());
-        }
-        Object[] arguments = new Object[clean.size() + 1];
-        int i = 0;
-        for (Object value : clean.values()) {
-            arguments[i++] = value;
-        }
-        arguments[i] = principal;
-        event.log(message, arguments);
-        publish(type, principal, clean);
+    static AuditLine line(String type, String who) {
+        String action = type.startsWith("LEASEHOLD_FORCE_RELEASE") ? "force-release" : "lock-mode";
+        return AuditLine.of(type.endsWith("_DENIED") ? action + ".refused" : action)
+                .text("by", who);
     }
 
-    /** Publishes the Actuator audit event only (the action logged itself). */
-    void publish(String type, String who, Map<String, Object> data) {
+    /** Writes {@code line} (begun with {@link #line}) and publishes it as the Actuator event {@code type}. */
+    void record(String type, AuditLine line) {
+        line.log(Level.WARN);
+        publish(type, line);
+    }
+
+    /**
+     * Publishes {@code line} (begun with {@link #line}) as the Actuator event {@code type} only, for
+     * an action that was logged where it happened: principal {@code by}, data the other fields.
+     */
+    void publish(String type, AuditLine line) {
         if (events != null) {
-            Map<String, Object> clean = new LinkedHashMap<>();
-            data.forEach((name, value) -> clean.put(name, value instanceof Boolean ? value : AuditText.clean(value)));
-            events.publishEvent(new AuditApplicationEvent(AuditText.clean(who), type, clean));
+            Map<String, Object> data = new LinkedHashMap<>(line.data());
+            Object by = data.remove("by");
+            events.publishEvent(new AuditApplicationEvent(String.valueOf(by), type, data));
         }
     }
 }

@@ -6,23 +6,18 @@ import dev.leasehold.LeaseListener;
 import java.net.InetAddress;
 import java.net.UnknownHostException;
 import java.util.Locale;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 import org.slf4j.event.Level;
-import org.slf4j.spi.LoggingEventBuilder;
 
 /**
  * The audit log (S2.13): one event per acquire, busy, release, loss and force-release on logger
- * {@code leasehold.audit}, as SLF4J 2 key-value pairs ({@code event}, {@code key}, {@code owner}
- * (abbreviated), {@code fence}, {@code waitMs}, {@code holdMs}, {@code backend}, {@code host},
- * {@code detail}) that structured logging (logstash, ECS, GELF) turns into fields, and the same
- * values in the message for plain-text logs. Every value is escaped ({@link AuditText}), so no input
- * can start a new line. Thread-safe.
+ * {@code leasehold.audit}, written by {@link AuditLine} with the fields {@code event} ({@code
+ * lease.acquired}, {@code lease.busy}, {@code lease.released}, {@code lease.lost}, {@code
+ * lease.force-released}), {@code key}, {@code owner} (abbreviated), {@code fence}, {@code waitMs},
+ * {@code holdMs}, {@code backend}, {@code host} and, when there is one, {@code detail}, in that
+ * order, as the message and as SLF4J 2 key-value pairs that structured logging (logstash, ECS,
+ * GELF) turns into fields. Thread-safe.
  */
 public final class AuditLog implements LeaseListener {
-
-    static final String LOGGER = "leasehold.audit";
-    private static final Logger log = LoggerFactory.getLogger(LOGGER);
 
     private final String host;
 
@@ -43,32 +38,18 @@ public final class AuditLog implements LeaseListener {
             case ACQUIRED, BUSY, RELEASED, LOST, FORCE_RELEASED -> {
                 boolean alarming = e.type() == LeaseEventType.LOST || e.type() == LeaseEventType.FORCE_RELEASED;
                 String type = e.type().name().toLowerCase(Locale.ROOT).replace('_', '-');
-                String key = AuditText.clean(e.key());
-                String owner = AuditText.clean(e.owner());
-                String detail = e.detail() == null ? null : AuditText.clean(e.detail());
-                LoggingEventBuilder event = log.atLevel(alarming ? Level.WARN : Level.INFO)
-                        .addKeyValue("event", "lease." + type)
-                        .addKeyValue("key", key)
-                        .addKeyValue("owner", owner)
-                        .addKeyValue("fence", e.fence())
-                        .addKeyValue("waitMs", e.waited().toMillis())
-                        .addKeyValue("holdMs", e.held().toMillis())
-                        .addKeyValue("backend", e.store())
-                        .addKeyValue("host", host);
-                if (detail != null) {
-                    event = event.addKeyValue("detail", detail);
+                AuditLine line = AuditLine.of("lease." + type)
+                        .text("key", e.key().render())
+                        .text("owner", e.owner())
+                        .number("fence", e.fence())
+                        .number("waitMs", e.waited().toMillis())
+                        .number("holdMs", e.held().toMillis())
+                        .text("backend", e.store())
+                        .text("host", host);
+                if (e.detail() != null) {
+                    line.text("detail", e.detail());
                 }
-                event.log(
-                        "lease={} key={} owner={} fence={} waitMs={} holdMs={} backend={} host={}{}",
-                        type,
-                        key,
-                        owner,
-                        e.fence(),
-                        e.waited().toMillis(),
-                        e.held().toMillis(),
-                        e.store(),
-                        host,
-                        detail == null ? "" : " detail=\"" + detail + "\"");
+                line.log(alarming ? Level.WARN : Level.INFO);
             }
             default -> {
                 // renewals and re-entries are not audited

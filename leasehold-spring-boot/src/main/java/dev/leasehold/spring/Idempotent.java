@@ -90,7 +90,11 @@ import java.lang.annotation.Target;
 @Documented
 public @interface Idempotent {
 
-    /** SpEL for the key; empty to read the {@code Idempotency-Key} header of the current request. */
+    /**
+     * SpEL for the key; empty to read the {@code Idempotency-Key} header of the current request. In
+     * every expression here a {@code #name} needs the class compiled with {@code -parameters}
+     * (startup refuses it otherwise); {@code #p0} (by position) needs no names.
+     */
     String key() default "";
 
     /** SpEL for the scope the key lives in; empty for the method itself. */

@@ -35,12 +35,12 @@ final class IdempotentMethodsCheck implements SmartInitializingSingleton {
     @Override
     public void afterSingletonsInstantiated() {
         List<String> problems = new ArrayList<>();
-        LockedMethods.annotated(beans, Idempotent.class, (bean, type, method, idempotent) -> {
-            String problem = problem(method);
+        for (LockedMethods.Annotated<Idempotent> found : LockedMethods.annotated(beans, Idempotent.class)) {
+            String problem = problem(found.method());
             if (problem != null) {
-                problems.add(type.getSimpleName() + "." + method.getName() + " returns " + problem);
+                problems.add(found.type().getSimpleName() + "." + found.method().getName() + " returns " + problem);
             }
-        });
+        }
         if (!problems.isEmpty()) {
             throw new IllegalStateException("@Idempotent stores each answer before it is sent, and these answers"
                     + " cannot be stored exactly (return the bytes, text or document itself, or leave the method"

@@ -184,6 +184,11 @@ public class LeaseholdAutoConfiguration {
         return new LockedMethodsCheck(beans, lockedOrder(environment));
     }
 
+    @Bean
+    static ExpressionsCheck leaseholdExpressionsCheck(ListableBeanFactory beans) {
+        return new ExpressionsCheck(beans);
+    }
+
     /**
      * Leasehold's tables: its own Flyway history when Flyway is on the class path, else Spring
      * Boot's script initializer; either runs before every bean that depends on database
@@ -462,14 +467,14 @@ public class LeaseholdAutoConfiguration {
                 LockModeSwitch mode,
                 LeaseholdProperties properties,
                 ApplicationEventPublisher events) {
-            return new LeaseholdEndpoint(locks, store, mode, properties, new AdminAudit(events));
+            return new LeaseholdEndpoint(locks, store, mode, new AdminGuard(properties, new AdminAudit(events)));
         }
 
         @Bean
         @ConditionalOnMissingBean
         LeaseholdModeEndpoint leaseholdModeEndpoint(
                 LockModeSwitch mode, LeaseholdProperties properties, ApplicationEventPublisher events) {
-            return new LeaseholdModeEndpoint(mode, properties, new AdminAudit(events));
+            return new LeaseholdModeEndpoint(mode, new AdminGuard(properties, new AdminAudit(events)));
         }
     }
 

@@ -32,20 +32,13 @@ public class LeaseholdEndpoint {
     private final LockService locks;
     private final LeaseStore store;
     private final LockModeSwitch mode;
-    private final LeaseholdProperties properties;
-    private final AdminAudit audit;
+    private final AdminGuard admin;
 
-    LeaseholdEndpoint(
-            LockService locks,
-            LeaseStore store,
-            LockModeSwitch mode,
-            LeaseholdProperties properties,
-            AdminAudit audit) {
+    LeaseholdEndpoint(LockService locks, LeaseStore store, LockModeSwitch mode, AdminGuard admin) {
         this.locks = locks;
         this.store = store;
         this.mode = mode;
-        this.properties = properties;
-        this.audit = audit;
+        this.admin = admin;
     }
 
     @ReadOperation
@@ -88,17 +81,11 @@ public class LeaseholdEndpoint {
 
     @WriteOperation
     public WebEndpointResponse<Object> forceRelease(String key, String reason, SecurityContext security) {
-        String role = properties.getAdmin().getRole();
-        String who = security.getPrincipal() == null
-                ? "anonymous"
-                : security.getPrincipal().getName();
-        if (!security.isUserInRole(role)) {
-            audit.record(
-                    AdminAudit.FORCE_RELEASE_DENIED,
-                    who,
-                    "force-release REFUSED key={} (needs role {}) by={}",
-                    Map.of("key", String.valueOf(key), "role", role));
-            return new WebEndpointResponse<>(Map.of("error", "force-release needs the role " + role), 403);
+        WebEndpointResponse<Object> refused =
+                admin.refusal(security, AdminAudit.FORCE_RELEASE_DENIED, "force-release", line -> line.text("key", key)
+                        .text("reason", reason));
+        if (refused != null) {
+            return refused;
         }
         if (reason == null || reason.isBlank()) {
             return new WebEndpointResponse<>(Map.of("error", "a force-release needs a reason for the audit log"), 400);
@@ -109,12 +96,15 @@ public class LeaseholdEndpoint {
         } catch (IllegalArgumentException e) {
             return new WebEndpointResponse<>(Map.of("error", e.getMessage()), 400);
         }
+        String who = AdminGuard.who(security);
         boolean removed = locks.forceRelease(lockKey, reason + " (by " + who + ")");
-        Map<String, Object> data = new LinkedHashMap<>();
-        data.put("key", key);
-        data.put("reason", reason);
-        data.put("removed", removed);
-        audit.record(AdminAudit.FORCE_RELEASE, who, "force-release key={} reason=\"{}\" removed={} by={}", data);
+        admin.audit()
+                .record(
+                        AdminAudit.FORCE_RELEASE,
+                        AdminAudit.line(AdminAudit.FORCE_RELEASE, who)
+                                .text("key", key)
+                                .text("reason", reason)
+                                .flag("removed", removed));
         return new WebEndpointResponse<>(Map.of("key", key, "removed", removed));
     }
 

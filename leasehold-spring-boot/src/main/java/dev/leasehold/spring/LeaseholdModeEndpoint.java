@@ -17,13 +17,11 @@ import org.springframework.boot.actuate.endpoint.web.annotation.WebEndpoint;
 public class LeaseholdModeEndpoint {
 
     private final LockModeSwitch mode;
-    private final LeaseholdProperties properties;
-    private final AdminAudit audit;
+    private final AdminGuard admin;
 
-    LeaseholdModeEndpoint(LockModeSwitch mode, LeaseholdProperties properties, AdminAudit audit) {
+    LeaseholdModeEndpoint(LockModeSwitch mode, AdminGuard admin) {
         this.mode = mode;
-        this.properties = properties;
-        this.audit = audit;
+        this.admin = admin;
     }
 
     @ReadOperation
@@ -33,17 +31,11 @@ public class LeaseholdModeEndpoint {
 
     @WriteOperation
     public WebEndpointResponse<Object> change(String mode, String reason, SecurityContext security) {
-        String role = properties.getAdmin().getRole();
-        String who = security.getPrincipal() == null
-                ? "anonymous"
-                : security.getPrincipal().getName();
-        if (!security.isUserInRole(role)) {
-            audit.record(
-                    AdminAudit.MODE_CHANGE_DENIED,
-                    who,
-                    "lock-mode change to {} REFUSED (needs role {}) by={}",
-                    Map.of("mode", String.valueOf(mode), "role", role));
-            return new WebEndpointResponse<>(Map.of("error", "changing the lock mode needs the role " + role), 403);
+        WebEndpointResponse<Object> refused = admin.refusal(
+                security, AdminAudit.MODE_CHANGE_DENIED, "changing the lock mode", line -> line.text("to", mode)
+                        .text("reason", reason));
+        if (refused != null) {
+            return refused;
         }
         LeaseholdProperties.Mode next;
         try {
@@ -54,13 +46,8 @@ public class LeaseholdModeEndpoint {
         if (reason == null || reason.isBlank()) {
             return new WebEndpointResponse<>(Map.of("error", "a mode change needs a reason for the audit log"), 400);
         }
-        LeaseholdProperties.Mode previous = this.mode.mode();
-        this.mode.set(next, who, reason);
-        Map<String, Object> data = new java.util.LinkedHashMap<>();
-        data.put("from", previous.name());
-        data.put("to", next.name());
-        data.put("reason", reason);
-        audit.publish(AdminAudit.MODE_CHANGE, who, data); // the switch logs the change itself
+        // the switch writes the line itself; the Actuator event carries the same fields
+        admin.audit().publish(AdminAudit.MODE_CHANGE, this.mode.change(next, AdminGuard.who(security), reason));
         return new WebEndpointResponse<>(Map.of("mode", next.name()));
     }
 }

@@ -1,8 +1,7 @@
 package dev.leasehold.spring;
 
 import java.util.concurrent.atomic.AtomicReference;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
+import org.slf4j.event.Level;
 
 /**
  * The degrade switch (S2.14): whether {@code @Locked} takes locks, changeable at runtime (through the
@@ -12,16 +11,16 @@ import org.slf4j.LoggerFactory;
  */
 public final class LockModeSwitch {
 
-    private static final Logger log = LoggerFactory.getLogger("leasehold.audit");
-
     private final AtomicReference<LeaseholdProperties.Mode> mode;
 
     /** A switch starting in {@code initial}. */
     public LockModeSwitch(LeaseholdProperties.Mode initial) {
         this.mode = new AtomicReference<>(initial);
         if (initial == LeaseholdProperties.Mode.BYPASS) {
-            log.warn(
-                    "lock-mode=BYPASS at startup: @Locked methods run WITHOUT locks; the database safety net alone protects data");
+            AuditLine.of("lock-mode.startup")
+                    .text("mode", initial.name())
+                    .text("effect", "@Locked methods run WITHOUT locks; the database safety net alone protects data")
+                    .log(Level.WARN);
         }
     }
 
@@ -35,22 +34,24 @@ public final class LockModeSwitch {
         return mode.get() == LeaseholdProperties.Mode.BYPASS;
     }
 
-    /** Changes the mode; logged to the audit log with who asked and why (escaped). */
+    /** Changes the mode; logged to the audit log with who asked and why (quoted and escaped). */
     public void set(LeaseholdProperties.Mode next, String by, String reason) {
+        change(next, by, reason);
+    }
+
+    /**
+     * Changes the mode and returns the audit line of the change ({@code event=lock-mode}, {@code
+     * by}, {@code from}, {@code to}, {@code reason}), written only when the mode really changed.
+     */
+    AuditLine change(LeaseholdProperties.Mode next, String by, String reason) {
         LeaseholdProperties.Mode previous = mode.getAndSet(next);
+        AuditLine line = AdminAudit.line(AdminAudit.MODE_CHANGE, by)
+                .text("from", previous.name())
+                .text("to", next.name())
+                .text("reason", reason);
         if (previous != next) {
-            log.atWarn()
-                    .addKeyValue("event", "lock-mode")
-                    .addKeyValue("from", previous.name())
-                    .addKeyValue("to", next.name())
-                    .addKeyValue("by", AuditText.clean(by))
-                    .addKeyValue("reason", AuditText.clean(reason))
-                    .log(
-                            "lock-mode {} -> {} by={} reason=\"{}\"",
-                            previous,
-                            next,
-                            AuditText.clean(by),
-                            AuditText.clean(reason));
+            line.log(Level.WARN);
         }
+        return line;
     }
 }

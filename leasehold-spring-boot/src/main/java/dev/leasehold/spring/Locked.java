@@ -30,7 +30,11 @@ public @interface Locked {
     /** The namespace of the keys, such as {@code borrow}. */
     String namespace();
 
-    /** SpEL over the arguments ({@code #name}, {@code #p0}), one per id part. */
+    /**
+     * SpEL over the arguments ({@code #name}, {@code #p0}), one per id part. A {@code #name} needs
+     * the class compiled with {@code -parameters}; startup refuses it otherwise, and {@code #p0}
+     * (by position) needs no names.
+     */
     String[] key();
 
     /** SpEL for the tenant part; empty for keys without a tenant. */

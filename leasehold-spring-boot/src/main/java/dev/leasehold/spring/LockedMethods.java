@@ -9,7 +9,7 @@ import org.springframework.core.annotation.AnnotatedElementUtils;
 import org.springframework.util.ClassUtils;
 import org.springframework.util.ReflectionUtils;
 
-/** Finds the {@link Locked} (or other annotated) methods of the beans a factory defines, without creating any bean. */
+/** Finds the {@link Locked} (or otherwise annotated) methods of the beans a factory defines, without creating any bean. */
 final class LockedMethods {
 
     /** A {@link Locked} method of a bean. */
@@ -22,20 +22,30 @@ final class LockedMethods {
     private LockedMethods() {}
 
     static List<Found> scan(ListableBeanFactory beans) {
-        List<Found> found = new ArrayList<>();
-        annotated(
-                beans, Locked.class, (name, user, method, locked) -> found.add(new Found(name, user, method, locked)));
-        return found;
+        return annotated(beans, Locked.class).stream()
+                .map(m -> new Found(m.bean(), m.type(), m.method(), m.annotation()))
+                .toList();
     }
 
-    /** What {@link #annotated} gives for each annotated method. */
-    @FunctionalInterface
-    interface Visitor<A extends Annotation> {
-        void visit(String bean, Class<?> type, Method method, A annotation);
+    /** A method of a bean carrying {@code annotation}. */
+    record Annotated<A extends Annotation>(String bean, Class<?> type, Method method, A annotation) {
+        /** The method as {@code Type.name(ParameterType, ...)}. */
+        String signature() {
+            StringBuilder out = new StringBuilder(type.getSimpleName())
+                    .append('.')
+                    .append(method.getName())
+                    .append('(');
+            Class<?>[] parameters = method.getParameterTypes();
+            for (int i = 0; i < parameters.length; i++) {
+                out.append(i == 0 ? "" : ", ").append(parameters[i].getSimpleName());
+            }
+            return out.append(')').toString();
+        }
     }
 
-    /** Visits every method of the factory's bean types that carries {@code annotation}. */
-    static <A extends Annotation> void annotated(ListableBeanFactory beans, Class<A> annotation, Visitor<A> visitor) {
+    /** The methods carrying {@code annotation} (directly or merged) of the beans {@code beans} defines. */
+    static <A extends Annotation> List<Annotated<A>> annotated(ListableBeanFactory beans, Class<A> annotation) {
+        List<Annotated<A>> found = new ArrayList<>();
         for (String name : beans.getBeanDefinitionNames()) {
             Class<?> type;
             try {
@@ -48,12 +58,13 @@ final class LockedMethods {
             }
             Class<?> user = ClassUtils.getUserClass(type);
             ReflectionUtils.doWithMethods(user, method -> {
-                A found = AnnotatedElementUtils.findMergedAnnotation(method, annotation);
-                if (found != null) {
-                    visitor.visit(name, user, method, found);
+                A present = AnnotatedElementUtils.findMergedAnnotation(method, annotation);
+                if (present != null) {
+                    found.add(new Annotated<>(name, user, method, present));
                 }
             });
         }
+        return found;
     }
 
     static boolean usesRetryLater(ListableBeanFactory beans) {

@@ -7,8 +7,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.function.IntConsumer;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
+import org.slf4j.event.Level;
 import org.springframework.context.SmartLifecycle;
 
 /**
@@ -17,8 +16,6 @@ import org.springframework.context.SmartLifecycle;
  * leases and sets the {@code leasehold.lock.stale} gauge. Thread-safe.
  */
 final class StaleLeaseScan implements SmartLifecycle {
-
-    private static final Logger log = LoggerFactory.getLogger("leasehold.audit");
 
     private final LockService locks;
     private final LeaseholdProperties.StaleScan settings;
@@ -37,21 +34,14 @@ final class StaleLeaseScan implements SmartLifecycle {
                 .filter(h -> h.heldFor().compareTo(h.leaseFor().multipliedBy(settings.getLeaseMultiple())) > 0)
                 .toList();
         for (HeldLeaseInfo lease : stale) {
-            log.atWarn()
-                    .addKeyValue("event", "lease.stale")
-                    .addKeyValue("key", AuditText.clean(lease.key()))
-                    .addKeyValue("owner", AuditText.clean(lease.owner()))
-                    .addKeyValue("fence", lease.fence())
-                    .addKeyValue("heldMs", lease.heldFor().toMillis())
-                    .addKeyValue("leaseMs", lease.leaseFor().toMillis())
-                    .log(
-                            "stale lease key={} owner={} fence={} heldMs={} leaseMs={}: held more than {} lease times",
-                            AuditText.clean(lease.key()),
-                            AuditText.clean(lease.owner()),
-                            lease.fence(),
-                            lease.heldFor().toMillis(),
-                            lease.leaseFor().toMillis(),
-                            settings.getLeaseMultiple());
+            AuditLine.of("lease.stale")
+                    .text("key", lease.key().render())
+                    .text("owner", lease.owner())
+                    .number("fence", lease.fence())
+                    .number("heldMs", lease.heldFor().toMillis())
+                    .number("leaseMs", lease.leaseFor().toMillis())
+                    .number("leaseMultiple", settings.getLeaseMultiple())
+                    .log(Level.WARN);
         }
         gauge.accept(stale.size());
         return stale;
@@ -70,7 +60,9 @@ final class StaleLeaseScan implements SmartLifecycle {
                     try {
                         scan();
                     } catch (RuntimeException e) {
-                        log.warn("stale-lease scan failed: {}", e.getMessage());
+                        AuditLine.of("lease.stale-scan-failed")
+                                .text("error", e.toString())
+                                .log(Level.WARN);
                     }
                 },
                 period,

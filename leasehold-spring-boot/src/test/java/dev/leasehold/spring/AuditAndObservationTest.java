@@ -54,13 +54,14 @@ class AuditAndObservationTest {
                 .filteredOn(line -> line.contains("removed=true"))
                 .as("the only line that mentions the forged text is the refusal, with the newline escaped")
                 .singleElement()
-                .satisfies(line -> assertThat(line).contains("REFUSED").contains("A1\\nforce-release"));
+                .satisfies(line -> assertThat(line)
+                        .contains("event=force-release.refused by=\"anonymous\" key=\"acct:t1:A1\\nforce-release"));
         assertThat(lines).noneMatch(line -> line.startsWith("force-release"));
     }
 
     @Test
     void auditEventsCarryKeyValuePairs() {
-        Logger audit = (Logger) LoggerFactory.getLogger(AuditLog.LOGGER);
+        Logger audit = (Logger) LoggerFactory.getLogger(AuditLine.LOGGER);
         ListAppender<ILoggingEvent> events = new ListAppender<>();
         events.start();
         audit.addAppender(events);
@@ -77,7 +78,7 @@ class AuditAndObservationTest {
             audit.detachAppender(events);
         }
         ILoggingEvent acquired = events.list.stream()
-                .filter(e -> e.getFormattedMessage().startsWith("lease=acquired"))
+                .filter(e -> e.getFormattedMessage().startsWith("event=lease.acquired "))
                 .findFirst()
                 .orElseThrow();
         Map<String, Object> pairs =

@@ -329,8 +329,10 @@ abstract class AbstractStarterIntegrationTest {
                 .andExpect(status().isOk())
                 .andExpect(jsonPath("$.removed").value(true));
         assertThat(held.isHeld()).isFalse();
-        assertThat(output).contains("force-release key=" + key + " reason=\"ticket OPS-7\" removed=true by=operator");
-        assertThat(output).contains("lease=acquired key=" + key);
+        assertThat(output)
+                .contains(
+                        "event=force-release by=\"operator\" key=\"" + key + "\" reason=\"ticket OPS-7\" removed=true");
+        assertThat(output).contains("event=lease.acquired key=\"" + key + "\"");
         held.close();
     }
 
