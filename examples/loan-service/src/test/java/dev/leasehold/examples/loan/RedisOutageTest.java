@@ -139,6 +139,34 @@ class RedisOutageTest {
                 .isTrue();
     }
 
+    /**
+     * Bypass mode with the lock store down: the service serves, so the probes' groups stay UP while
+     * the overall health and the store's own indicator say DOWN (for an alert, not for a probe).
+     */
+    @Test
+    @Order(2)
+    void inBypassModeWithTheStoreDownTheProbesStayUpAndTheStoresIndicatorIsDown() {
+        assertProbes("bypass");
+    }
+
+    private void assertProbes(String mode) {
+        assertThat(admin.getRaw("/actuator/leaseholdmode").body().get("mode").asString())
+                .isEqualToIgnoringCase(mode);
+        for (String probe : List.of("/actuator/health/liveness", "/actuator/health/readiness")) {
+            Api.Answer answer = api.getRaw(probe);
+            assertThat(answer.status())
+                    .as(probe + " in " + mode + ": " + answer.text())
+                    .isEqualTo(200);
+            assertThat(answer.body().get("status").asString()).isEqualTo("UP");
+        }
+        Api.Answer store = api.getRaw("/actuator/health/leasehold");
+        assertThat(store.status()).as(store.text()).isEqualTo(503);
+        assertThat(store.body().get("status").asString()).isEqualTo("DOWN");
+        Api.Answer health = api.getRaw("/actuator/health");
+        assertThat(health.status()).as(health.text()).isEqualTo(503);
+        assertThat(health.body().at("/components/leasehold/status").asString()).isEqualTo("DOWN");
+    }
+
     @Test
     @Order(2)
     void racesInBypassModeEndIn409OrAnIdempotentAnswerNeverA500() throws Exception {
@@ -258,6 +286,9 @@ class RedisOutageTest {
         assertThat(api.get("/notes/" + note + "/repayments").body())
                 .as("nothing booked")
                 .isEmpty();
+        // Every instance shares the store: taking this one out of service would not help, so the
+        // probes stay UP in enforce mode too.
+        assertProbes("enforce");
     }
 
     @Test

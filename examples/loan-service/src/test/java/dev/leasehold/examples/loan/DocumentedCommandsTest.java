@@ -1,0 +1,285 @@
+package dev.leasehold.examples.loan;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.IOException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Base64;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.springframework.boot.test.context.SpringBootTest;
+import org.springframework.boot.test.web.server.LocalServerPort;
+import tools.jackson.databind.JsonNode;
+import tools.jackson.databind.json.JsonMapper;
+import tools.jackson.databind.node.ArrayNode;
+import tools.jackson.databind.node.JsonNodeFactory;
+import tools.jackson.databind.node.ObjectNode;
+
+/**
+ * Every shell command printed in a fenced block of the README, {@code docs/} and the examples'
+ * READMEs is run, or its runner named: the loan service's {@code curl} commands run here exactly
+ * as printed (only {@code localhost:8080} becomes this test's port) against one fresh service with
+ * its demo data, and must answer 2xx ({@code curl --fail-with-body}); a printed output block after
+ * a command must match what the command printed. Other commands must appear verbatim in a CI
+ * script, or in {@link #NOT_RUN} with the reason.
+ */
+@SpringBootTest(
+        webEnvironment = SpringBootTest.WebEnvironment.RANDOM_PORT,
+        properties = {"spring.datasource.url=jdbc:h2:mem:loan-docs;DB_CLOSE_DELAY=-1", "loan.overdue.cron=-"})
+class DocumentedCommandsTest {
+
+    static final Path ROOT = Path.of("..", "..").toAbsolutePath().normalize();
+
+    /** Commands no test or CI script runs as printed, each with the reason. */
+    static final Map<String, String> NOT_RUN = Map.of(
+            "mvn -q -B install -DskipTests && mvn -q -B -pl leasehold-bench exec:java",
+            "the benchmark takes minutes on quiet machines and rewrites docs/bench; measured, never asserted",
+            "mvn -B -pl leasehold-core verify",
+            "part of `mvn -B verify` (.ci/run), which runs the mutation gate in leasehold-core",
+            "mvn -B verify -Dleasehold.mutation.skip=true",
+            "`mvn -B verify` (.ci/run) with the gate",
+            "mvn -B -pl leasehold-core test -Dtest=LeaseEngineScheduleTest",
+            "part of `mvn -B verify` (.ci/run)",
+            "mvn -B -pl examples/loan-service -am verify -Dtest='dev.leasehold.examples.loan.**' -Dsurefire.failIfNoSpecifiedTests=false",
+            "part of `mvn -B verify` (.ci/run)");
+
+    /** Output lines that do not depend on the interleaving of the storm's threads. */
+    static final List<String> STABLE_OUTPUT =
+            List.of("storm:", "  5xx answers", "  other failures", "  max inside at once", "  conservation");
+
+    @LocalServerPort
+    int port;
+
+    record Command(Path file, int line, String text, List<String> output) {
+        @Override
+        public String toString() {
+            return ROOT.relativize(file) + ":" + line + ": " + text;
+        }
+    }
+
+    @Test
+    void everyLoanServiceCommandAnswersAsPrinted(@TempDir Path curlHome) throws Exception {
+        Files.writeString(curlHome.resolve(".curlrc"), "fail-with-body\nsilent\nshow-error\nmax-time = 600\n");
+        List<Command> loan = commands().stream()
+                .filter(c -> c.text.startsWith("curl ") && c.text.contains("localhost:8080"))
+                .toList();
+        assertThat(loan).as("the README's loan-service calls").hasSizeGreaterThanOrEqualTo(6);
+        List<String> failures = new ArrayList<>();
+        for (Command command : loan) {
+            String run = command.text.replace("localhost:8080", "localhost:" + port);
+            ProcessBuilder builder = new ProcessBuilder("bash", "-c", run).redirectErrorStream(true);
+            builder.environment().put("CURL_HOME", curlHome.toString());
+            Process process = builder.start();
+            String printed;
+            try (var in = process.getInputStream()) {
+                printed = new String(in.readAllBytes(), StandardCharsets.UTF_8);
+            }
+            assertThat(process.waitFor(660, TimeUnit.SECONDS)).isTrue();
+            if (process.exitValue() != 0) {
+                failures.add(command + "\n  exit " + process.exitValue() + ": " + printed);
+                continue;
+            }
+            if (!command.output.isEmpty()) {
+                String mismatch =
+                        compare(command.output, printed.strip().lines().toList());
+                if (mismatch != null) {
+                    failures.add(command + "\n  " + mismatch + "\n  printed:\n" + printed);
+                }
+            }
+        }
+        assertThat(failures).as("documented commands that fail").isEmpty();
+    }
+
+    @Test
+    void everyOtherCommandIsRunByACiScriptOrNamedWithTheReason() throws IOException {
+        String ci = Files.readString(ROOT.resolve(".ci/run")) + Files.readString(ROOT.resolve(".ci/docs-commands"));
+        List<String> unrun = new ArrayList<>();
+        for (Command command : commands()) {
+            boolean here = command.text.startsWith("curl ") && command.text.contains("localhost:8080");
+            if (!here && !ci.contains(command.text) && !NOT_RUN.containsKey(command.text)) {
+                unrun.add(command.toString());
+            }
+        }
+        assertThat(unrun)
+                .as("commands printed in the docs that nothing runs: run them in .ci/docs-commands or a test")
+                .isEmpty();
+    }
+
+    /** What docs/problems.md and docs/operations.md say of the actuator endpoints' refusals. */
+    @Test
+    void theActuatorsRefusalsAreErrorObjectsNotProblemDocuments() throws Exception {
+        HttpRequest request = HttpRequest.newBuilder(URI.create("http://localhost:" + port + "/actuator/leaseholdmode"))
+                .header("Authorization", "Basic " + Base64.getEncoder().encodeToString("admin:admin-pw".getBytes()))
+                .header("Content-Type", "application/json")
+                .POST(HttpRequest.BodyPublishers.ofString("{\"mode\":\"off\",\"reason\":\"drill\"}"))
+                .build();
+        HttpResponse<String> refused = HttpClient.newHttpClient().send(request, HttpResponse.BodyHandlers.ofString());
+        assertThat(refused.statusCode()).as(refused.body()).isEqualTo(400);
+        assertThat(refused.headers().firstValue("Content-Type").orElse("")).doesNotContain("problem");
+        assertThat(refused.body()).isEqualTo("{\"error\":\"mode must be enforce or bypass, was off\"}");
+    }
+
+    @Test
+    void theDatabaseProfilesNeverDefaultToTheTestsDatabase() throws IOException {
+        for (String profile : List.of("postgres", "mariadb")) {
+            String yml = Files.readString(
+                    ROOT.resolve("examples/loan-service/src/main/resources/application-" + profile + ".yml"));
+            assertThat(yml).as(profile).contains("/loan}").doesNotContain("/test}");
+        }
+    }
+
+    /** The first line differing in a label, or a stable line differing in its value; null when they match. */
+    static String compare(List<String> expected, List<String> printed) {
+        if (expected.size() != printed.size()) {
+            return "expected " + expected.size() + " lines, printed " + printed.size();
+        }
+        for (int i = 0; i < expected.size(); i++) {
+            String want = expected.get(i);
+            String got = printed.get(i);
+            if (want.startsWith("{")) {
+                if (!json(want).equals(json(got))) {
+                    return "line " + (i + 1) + ": expected JSON like [" + want + "], printed [" + got + "]";
+                }
+                continue;
+            }
+            boolean stable = STABLE_OUTPUT.stream().anyMatch(want::startsWith);
+            if (stable ? !want.equals(got) : !label(want).equals(label(got))) {
+                return "line " + (i + 1) + ": expected [" + want + "], printed [" + got + "]";
+            }
+        }
+        return null;
+    }
+
+    /** A JSON answer with its numbers masked: members in any order, the same names and strings. */
+    private static JsonNode json(String text) {
+        try {
+            return mask(JsonMapper.builder().build().readTree(text));
+        } catch (RuntimeException e) {
+            return JsonNodeFactory.instance.stringNode("not JSON: " + text);
+        }
+    }
+
+    private static JsonNode mask(JsonNode node) {
+        if (node.isNumber()) {
+            return JsonNodeFactory.instance.numberNode(0);
+        }
+        if (node instanceof ObjectNode object) {
+            ObjectNode masked = JsonNodeFactory.instance.objectNode();
+            object.properties().forEach(member -> masked.set(member.getKey(), mask(member.getValue())));
+            return masked;
+        }
+        if (node instanceof ArrayNode array) {
+            ArrayNode masked = JsonNodeFactory.instance.arrayNode();
+            array.forEach(element -> masked.add(mask(element)));
+            return masked;
+        }
+        return node;
+    }
+
+    private static String label(String line) {
+        return line.replaceAll("[0-9.]+", "#");
+    }
+
+    /** Every command of a fenced shell block, continuation lines joined, with the output block after it. */
+    static List<Command> commands() throws IOException {
+        List<Path> files = new ArrayList<>();
+        files.add(ROOT.resolve("README.md"));
+        try (Stream<Path> docs = Files.walk(ROOT.resolve("docs"));
+                Stream<Path> examples = Files.list(ROOT.resolve("examples"))) {
+            docs.filter(p -> p.toString().endsWith(".md")).sorted().forEach(files::add);
+            examples.map(p -> p.resolve("README.md"))
+                    .filter(Files::exists)
+                    .sorted()
+                    .forEach(files::add);
+        }
+        List<Command> found = new ArrayList<>();
+        for (Path file : files) {
+            found.addAll(commands(file));
+        }
+        return found;
+    }
+
+    private static List<Command> commands(Path file) throws IOException {
+        List<String> lines = Files.readAllLines(file);
+        Map<Integer, List<String>> blocks = new LinkedHashMap<>();
+        Map<Integer, String> languages = new LinkedHashMap<>();
+        for (int i = 0; i < lines.size(); i++) {
+            if (lines.get(i).startsWith("```")) {
+                int start = i;
+                List<String> body = new ArrayList<>();
+                for (i++; i < lines.size() && !lines.get(i).startsWith("```"); i++) {
+                    body.add(lines.get(i));
+                }
+                blocks.put(start, body);
+                languages.put(start, lines.get(start).substring(3).trim());
+            }
+        }
+        List<Command> found = new ArrayList<>();
+        List<Integer> starts = new ArrayList<>(blocks.keySet());
+        for (int b = 0; b < starts.size(); b++) {
+            int start = starts.get(b);
+            List<String> body = blocks.get(start);
+            if (!isShell(languages.get(start), body)) {
+                continue;
+            }
+            List<String> output = List.of();
+            if (b + 1 < starts.size()) {
+                int next = starts.get(b + 1);
+                boolean adjacent =
+                        lines.subList(start + body.size() + 2, next).stream().allMatch(String::isBlank);
+                if (adjacent && languages.get(next).isEmpty() && !isShell("", blocks.get(next))) {
+                    output = blocks.get(next);
+                }
+            }
+            StringBuilder command = new StringBuilder();
+            int commandLine = 0;
+            List<Command> inBlock = new ArrayList<>();
+            for (int l = 0; l < body.size(); l++) {
+                String text = body.get(l);
+                if (command.isEmpty()) {
+                    commandLine = start + l + 2;
+                }
+                if (text.endsWith("\\")) {
+                    command.append(text, 0, text.length() - 1).append(' ');
+                    continue;
+                }
+                command.append(text);
+                String joined = command.toString()
+                        .replaceAll("\\s+#\\s.*$", "")
+                        .replaceAll("\\s+", " ")
+                        .trim();
+                command.setLength(0);
+                if (!joined.isEmpty() && !joined.startsWith("#")) {
+                    inBlock.add(new Command(file, commandLine, joined, List.of()));
+                }
+            }
+            if (!inBlock.isEmpty() && !output.isEmpty()) {
+                Command last = inBlock.remove(inBlock.size() - 1);
+                inBlock.add(new Command(last.file, last.line, last.text, output));
+            }
+            found.addAll(inBlock);
+        }
+        return found;
+    }
+
+    private static boolean isShell(String language, List<String> body) {
+        if (List.of("sh", "bash", "shell").contains(language)) {
+            return true;
+        }
+        return language.isEmpty()
+                && !body.isEmpty()
+                && Stream.of("mvn ", "java ", "curl ").anyMatch(body.get(0)::startsWith);
+    }
+}
