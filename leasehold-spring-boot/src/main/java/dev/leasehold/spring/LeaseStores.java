@@ -16,6 +16,8 @@ final class LeaseStores {
     static final boolean JDBC_PRESENT = ClassUtils.isPresent("dev.leasehold.jdbc.JdbcLeaseStore", null);
     static final boolean REDIS_PRESENT = ClassUtils.isPresent("dev.leasehold.redis.RedisLeaseStore", null)
             && ClassUtils.isPresent("io.lettuce.core.RedisClient", null);
+    static final boolean ETCD_PRESENT = ClassUtils.isPresent("dev.leasehold.etcd.EtcdLeaseStore", null)
+            && ClassUtils.isPresent("io.etcd.jetcd.Client", null);
 
     private LeaseStores() {}
 
@@ -60,6 +62,14 @@ final class LeaseStores {
                 }
                 log.info("Leasehold leases in Redis");
                 return RedisStores.create(properties, context);
+            }
+            case ETCD -> {
+                if (!ETCD_PRESENT) {
+                    throw new IllegalStateException(
+                            "leasehold.backend=etcd needs dev.leasehold:leasehold-etcd (with jetcd) on the class path");
+                }
+                log.info("Leasehold leases in etcd");
+                return EtcdStores.create(properties, context, "leaseholdLeaseStore");
             }
             default -> {
                 log.warn(

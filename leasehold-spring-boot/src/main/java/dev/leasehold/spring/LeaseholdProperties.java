@@ -20,15 +20,17 @@ import org.springframework.validation.annotation.Validated;
 public class LeaseholdProperties implements Validator {
 
     private static final Pattern TABLE = Pattern.compile("[A-Za-z_][A-Za-z0-9_]{0,62}");
+    private static final Pattern ETCD_PREFIX = Pattern.compile("[A-Za-z0-9_.:/\\-]{1,64}");
 
     /**
      * Where leases live: auto (the DataSource if there is one, else Redis if configured; never
-     * memory), redis, jdbc or memory (one JVM only, chosen explicitly).
+     * memory), redis, jdbc, etcd or memory (one JVM only, chosen explicitly).
      */
     private Backend backend = Backend.AUTO;
 
     private final Lock lock = new Lock();
     private final Redis redis = new Redis();
+    private final Etcd etcd = new Etcd();
     private final Jdbc jdbc = new Jdbc();
     private final Idempotency idempotency = new Idempotency();
     private final Admin admin = new Admin();
@@ -53,6 +55,23 @@ public class LeaseholdProperties implements Validator {
             errors.reject(
                     "leasehold.redis.key-prefix",
                     "leasehold.redis.key-prefix must be at most 100 characters, was " + p.redis.keyPrefix);
+        }
+        positive(errors, "etcd.timeout", p.etcd.timeout);
+        if (p.etcd.keyPrefix == null || !ETCD_PREFIX.matcher(p.etcd.keyPrefix).matches()) {
+            errors.reject(
+                    "leasehold.etcd.key-prefix",
+                    "leasehold.etcd.key-prefix must be 1 to 64 letters, digits, '_', '.', ':', '/' or '-', was "
+                            + p.etcd.keyPrefix);
+        }
+        if (p.etcd.endpoints == null) {
+            p.etcd.endpoints = new ArrayList<>();
+        }
+        for (int i = 0; i < p.etcd.endpoints.size(); i++) {
+            String problem = endpointProblem(p.etcd.endpoints.get(i));
+            if (problem != null) {
+                String name = "leasehold.etcd.endpoints[" + i + "]";
+                errors.reject(name, name + " " + problem + ", was '" + p.etcd.endpoints.get(i) + "'");
+            }
         }
         if (p.jdbc.flyway.table == null || !TABLE.matcher(p.jdbc.flyway.table).matches()) {
             errors.reject(
@@ -139,6 +158,27 @@ public class LeaseholdProperties implements Validator {
         positive(errors, "health.timeout", p.health.timeout);
     }
 
+    /** What is wrong with an etcd client URL, or null if it is an http(s) URL with a host and a port. */
+    private static String endpointProblem(String endpoint) {
+        if (endpoint == null || endpoint.isBlank()) {
+            return "must be an http:// or https:// URL with host and port";
+        }
+        java.net.URI uri;
+        try {
+            uri = new java.net.URI(endpoint.trim());
+        } catch (java.net.URISyntaxException e) {
+            return "is not a URL (" + e.getReason() + ")";
+        }
+        String scheme = uri.getScheme() == null ? "" : uri.getScheme().toLowerCase(Locale.ROOT);
+        if (!scheme.equals("http") && !scheme.equals("https")) {
+            return "must start with http:// or https://";
+        }
+        if (uri.getHost() == null || uri.getPort() < 0) {
+            return "must name a host and a port (http://host:port)";
+        }
+        return null;
+    }
+
     private static void positive(Errors errors, String name, Duration value) {
         if (value == null || value.isNegative() || value.isZero()) {
             errors.reject("leasehold." + name, "leasehold." + name + " must be > 0, was " + value);
@@ -157,6 +197,8 @@ public class LeaseholdProperties implements Validator {
         AUTO,
         /** Redis through Lettuce. */
         REDIS,
+        /** etcd through jetcd: {@code leasehold.etcd.endpoints} or an application's jetcd client. */
+        ETCD,
         /** The application's SQL database. */
         JDBC,
         /** One JVM only: tests and single-instance tools. */
@@ -195,6 +237,10 @@ public class LeaseholdProperties implements Validator {
 
     public Redis getRedis() {
         return redis;
+    }
+
+    public Etcd getEtcd() {
+        return etcd;
     }
 
     public Jdbc getJdbc() {
@@ -327,6 +373,46 @@ public class LeaseholdProperties implements Validator {
 
         public void setKeyPrefix(String keyPrefix) {
             this.keyPrefix = keyPrefix;
+        }
+    }
+
+    /** etcd settings; the endpoints are used when the application has no {@code io.etcd.jetcd.Client} bean. */
+    public static class Etcd {
+        /**
+         * Client URLs of the etcd members (http://host:port or https://host:port) for a client
+         * Leasehold creates itself and closes on shutdown.
+         */
+        private List<String> endpoints = new ArrayList<>();
+        /** Prefix of every etcd key Leasehold writes: 1 to 64 letters, digits and _ . : / -. */
+        private String keyPrefix = "leasehold/";
+        /**
+         * How long one etcd call, and connecting, may take before the caller gets an error; keep it
+         * shorter than the leases.
+         */
+        private Duration timeout = Duration.ofSeconds(5);
+
+        public List<String> getEndpoints() {
+            return endpoints;
+        }
+
+        public void setEndpoints(List<String> endpoints) {
+            this.endpoints = endpoints;
+        }
+
+        public String getKeyPrefix() {
+            return keyPrefix;
+        }
+
+        public void setKeyPrefix(String keyPrefix) {
+            this.keyPrefix = keyPrefix;
+        }
+
+        public Duration getTimeout() {
+            return timeout;
+        }
+
+        public void setTimeout(Duration timeout) {
+            this.timeout = timeout;
         }
     }
 

@@ -1,21 +1,11 @@
 package dev.leasehold.spring;
 
-import dev.leasehold.LeaseInfo;
-import dev.leasehold.LockKey;
 import dev.leasehold.redis.RedisLeaseStore;
-import dev.leasehold.spi.AcquireResult;
-import dev.leasehold.spi.Grant;
 import dev.leasehold.spi.LeaseStore;
-import dev.leasehold.spi.ReleaseNotice;
-import dev.leasehold.spi.ReleaseSubscription;
 import io.lettuce.core.AbstractRedisClient;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.RedisURI;
 import io.lettuce.core.cluster.RedisClusterClient;
-import java.time.Duration;
-import java.util.List;
-import java.util.Optional;
-import java.util.function.Consumer;
 import org.springframework.context.ApplicationContext;
 import org.springframework.util.ClassUtils;
 
@@ -56,8 +46,8 @@ final class RedisStores {
                             .connectTimeout(properties.getRedis().getCommandTimeout())
                             .build())
                     .build());
-            return new ClosingClient(
-                    RedisLeaseStore.builder(owned).keyPrefix(prefix).build(), owned);
+            return new OwningStore(
+                    RedisLeaseStore.builder(owned).keyPrefix(prefix).build(), owned::shutdown);
         }
         AbstractRedisClient client = client(context);
         if (client instanceof RedisClusterClient cluster) {
@@ -78,80 +68,6 @@ final class RedisStores {
                             org.springframework.data.redis.connection.lettuce.LettuceConnectionFactory.class)
                     .getIfAvailable();
             return factory == null ? null : factory.getNativeClient();
-        }
-    }
-
-    /**
-     * A store that also shuts down the client it was given; every operation the Redis store has of
-     * its own is passed on, the batch and the asynchronous acquire included ({@code
-     * LeaseholdAutoConfigurationTest.aRedisStoreWithItsOwnClientKeepsTheOneScriptBatchAndTheAsynchronousAcquire}).
-     */
-    private record ClosingClient(RedisLeaseStore store, RedisClient client) implements LeaseStore {
-        @Override
-        public AcquireResult tryAcquire(LockKey key, String owner, Duration leaseFor) {
-            return store.tryAcquire(key, owner, leaseFor);
-        }
-
-        @Override
-        public java.util.concurrent.CompletionStage<AcquireResult> tryAcquireAsync(
-                LockKey key, String owner, Duration leaseFor) {
-            return store.tryAcquireAsync(key, owner, leaseFor);
-        }
-
-        @Override
-        public dev.leasehold.spi.BatchAcquireResult tryAcquireAll(List<LockKey> keys, String owner, Duration leaseFor) {
-            return store.tryAcquireAll(keys, owner, leaseFor);
-        }
-
-        @Override
-        public Optional<Grant> renew(LockKey key, String owner, Duration leaseFor) {
-            return store.renew(key, owner, leaseFor);
-        }
-
-        @Override
-        public boolean release(LockKey key, String owner) {
-            return store.release(key, owner);
-        }
-
-        @Override
-        public Optional<LeaseInfo> inspect(LockKey key) {
-            return store.inspect(key);
-        }
-
-        @Override
-        public boolean forceRelease(LockKey key) {
-            return store.forceRelease(key);
-        }
-
-        @Override
-        public List<LeaseInfo> list(String namespace, int limit) {
-            return store.list(namespace, limit);
-        }
-
-        @Override
-        public boolean supportsReleaseNotifications() {
-            return true;
-        }
-
-        @Override
-        public ReleaseSubscription subscribe(LockKey key, Consumer<ReleaseNotice> onRelease) {
-            return store.subscribe(key, onRelease);
-        }
-
-        @Override
-        public ReleaseSubscription subscribeForceReleases(Consumer<ReleaseNotice> onForceRelease) {
-            return store.subscribeForceReleases(onForceRelease);
-        }
-
-        @Override
-        public String name() {
-            return store.name();
-        }
-
-        @Override
-        public void close() {
-            store.close();
-            client.shutdown();
         }
     }
 }
