@@ -1,5 +1,6 @@
 package dev.leasehold;
 
+import dev.leasehold.spi.AcquireRequest;
 import dev.leasehold.spi.AcquireResult;
 import dev.leasehold.spi.BatchAcquireResult;
 import dev.leasehold.spi.Grant;
@@ -26,7 +27,6 @@ import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.ThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicReference;
@@ -66,12 +66,13 @@ import org.slf4j.LoggerFactory;
  * store's last report, or until the bounded poll interval passes ({@code LeaseEngineScheduleTest}).
  * A head that leaves without the key passes its turn on ({@code #aHeadWaiterThatLeavesPassesItsTurn}).
  *
- * <p>How a wait ends without the key: a waiter that met contention (the store answered Busy, or,
- * when fair, it queued behind another waiter) and runs out of time gives up with {@link
- * LockBusyException}, even if its last store call got no answer or its turn came too late to ask;
- * a waiter that never met contention and whose store call got no answer within the wait gives up
- * with {@link LeaseStoreException} ({@code FairWaitingDeadlineTest}, {@code
- * LeaseEngineTest.Waiting}).
+ * <p>How a wait ends without the key: a waiter that runs out of time gives up with {@link
+ * LockBusyException}, also when its last store call got no answer or its turn came too late to
+ * ask (an answer that comes later is handled then: a late grant is given back); only a store call
+ * that fails is a {@link LeaseStoreException}. A wait that asked the store leaves the store's
+ * queue ({@link LeaseStore#leaveQueue}) on every path it ends without the key, without waiting
+ * for the store: on the caller's thread only for a store whose leave does not block, else on a
+ * worker, also after the service closed.
  *
  * <p>Store tokens: every grant is asked for with a token of its own. Without an explicit owner it
  * is 128 bits from the secure random source, drawn for that grant; with a {@link LockOwner} it is
@@ -80,9 +81,6 @@ import org.slf4j.LoggerFactory;
  * a late release or renewal of one grant can never touch another.
  */
 final class LeaseEngine implements LockService {
-
-    /** How long a wait that ends busy waits for the store to drop its place. */
-    static final long LEAVE_WAIT_MILLIS = 50;
 
     private static final Logger log = LoggerFactory.getLogger(LeaseEngine.class);
     private static final int RENEWAL_THREADS = 4;
@@ -96,6 +94,9 @@ final class LeaseEngine implements LockService {
     final ExecutorService renewals;
     final LeaseTimer leaseTimer;
     private final ExecutorService calls;
+    /** Leaves and late releases after the service closed: never shut down, its threads end when idle. */
+    private final ExecutorService cleanup;
+
     private final ExecutorService callbacks;
     private final ExecutorService notices;
     private final boolean ownsTimer;
@@ -138,6 +139,7 @@ final class LeaseEngine implements LockService {
         this.renewals = pool("leasehold-renewal-", RENEWAL_THREADS);
         this.calls = pool("leasehold-call-", CALL_THREADS);
         this.notices = pool("leasehold-notice-", 1);
+        this.cleanup = pool("leasehold-cleanup-", 2);
         this.callbacks = new ThreadPoolExecutor(
                 0, Integer.MAX_VALUE, 10, TimeUnit.SECONDS, new SynchronousQueue<>(), threads("leasehold-callback-"));
     }
@@ -173,9 +175,17 @@ final class LeaseEngine implements LockService {
         final AtomicReference<HeldLease> lease = new AtomicReference<>();
     }
 
-    /** A lease, or the holder's remaining time when the key is busy, or no answer in time. */
-    private record Attempt(Lease lease, long holderRemainingNanos, boolean answered) {
-        static final Attempt UNANSWERED = new Attempt(null, -1, false);
+    /**
+     * A lease, or the holder's remaining time when the key is busy, or no answer in time; {@code
+     * asked} whether the store was asked (also without an answer).
+     */
+    private record Attempt(Lease lease, long holderRemainingNanos, boolean answered, boolean asked) {
+        static final Attempt NOT_ASKED = new Attempt(null, -1, false, false);
+        static final Attempt UNANSWERED = new Attempt(null, -1, false, true);
+
+        Attempt(Lease lease, long holderRemainingNanos) {
+            this(lease, holderRemainingNanos, true, true);
+        }
     }
 
     // ---------------------------------------------------------------- acquiring
@@ -205,7 +215,7 @@ final class LeaseEngine implements LockService {
         long start = ticker.nanos();
         Attempt attempt;
         try {
-            attempt = attempt(key, options, owner, token, null, start, Long.MAX_VALUE, false);
+            attempt = attempt(key, options, owner, token, null, null, start, Long.MAX_VALUE, false);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt(); // unreachable without a deadline; keep the flag
             throw new LeaseStoreException("acquire", key.render(), e);
@@ -233,7 +243,7 @@ final class LeaseEngine implements LockService {
         long start = ticker.nanos();
         long waitNanos = options.waitFor().toNanos();
         if (waitNanos == 0) {
-            Attempt attempt = attempt(key, options, owner, token, null, start, Long.MAX_VALUE, false);
+            Attempt attempt = attempt(key, options, owner, token, null, null, start, Long.MAX_VALUE, false);
             if (attempt.lease() != null) {
                 return attempt.lease();
             }
@@ -254,30 +264,31 @@ final class LeaseEngine implements LockService {
         // first grant, and an attempt without an answer ends it too (its token is then given back).
         String waitToken = grantToken(token);
         boolean acquired = false;
-        boolean storeToldBusy = false;
+        boolean askedStore = false;
         try {
-            // Contention seen: a Busy answer, or (fair) a turn behind another waiter. A wait that
-            // saw it and ends without an answer ends as busy (FairWaitingDeadlineTest).
-            boolean sawBusy = false;
             boolean waitingTold = false;
+            long firstRefused = 0;
+            boolean refused = false;
             long holderRemaining = -1;
             long poll = minPollNanos;
             while (true) {
                 boolean myTurn = !fair || queue.isHead(waiter);
                 if (myTurn) {
-                    Attempt attempt = attempt(key, options, owner, token, waitToken, start, deadline, true);
+                    Duration refusedFor = refused ? Duration.ofNanos(Math.max(0, ticker.nanos() - firstRefused)) : null;
+                    Attempt attempt = attempt(key, options, owner, token, waitToken, refusedFor, start, deadline, true);
+                    askedStore |= attempt.asked();
                     if (attempt.lease() != null) {
                         acquired = true;
                         return attempt.lease();
                     }
                     if (!attempt.answered()) {
-                        throw unanswered(key, start, sawBusy);
+                        throw busy(key, start); // no answer within the wait: the wait ran out
                     }
-                    sawBusy = true;
-                    storeToldBusy = true;
+                    if (!refused) {
+                        refused = true;
+                        firstRefused = ticker.nanos();
+                    }
                     holderRemaining = attempt.holderRemainingNanos();
-                } else {
-                    sawBusy = true; // queued behind another waiter: contention, not a store failure
                 }
                 if (!waitingTold && listening) {
                     waitingTold = true;
@@ -307,51 +318,42 @@ final class LeaseEngine implements LockService {
             }
         } finally {
             leave(queue, waiter, acquired);
-            if (!acquired && storeToldBusy) {
+            if (!acquired && askedStore) {
                 leaveStoreQueue(key, waitToken);
             }
         }
     }
 
     /**
-     * A wait the store saw ends without the key: the store drops its place ({@link
-     * LeaseStore#leaveQueue}), so a release that comes next does not hand the key to this waiter.
-     * Waited for at most {@link #LEAVE_WAIT_MILLIS} ms, so a hung store never holds the caller
-     * much past its wait; after that the leave goes on without it.
+     * A wait that asked the store ends without the key: the store drops its place ({@link
+     * LeaseStore#leaveQueue}), so that a release does not hand the key to this waiter, and a key
+     * already handed to it goes on. The caller never waits for it: a store whose leave does not
+     * block is called on this thread (what the caller sends next then follows the leave), any
+     * other on a worker.
      */
     private void leaveStoreQueue(LockKey key, String waitToken) {
-        java.util.concurrent.CountDownLatch left = new java.util.concurrent.CountDownLatch(1);
-        Runnable leave = () -> {
-            try {
-                store.leaveQueue(key, waitToken);
-            } catch (RuntimeException e) {
-                log.debug("could not leave the store's queue of {}; the place ends at its queue TTL", key, e);
-            } finally {
-                left.countDown();
-            }
-        };
-        try {
-            calls.execute(leave);
-        } catch (RejectedExecutionException e) {
-            leave.run();
-            return;
-        }
-        try {
-            left.await(LEAVE_WAIT_MILLIS, TimeUnit.MILLISECONDS);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
+        if (store.leavesQueueWithoutBlocking()) {
+            leaveQuietly(key, waitToken);
+        } else {
+            offCaller(() -> leaveQuietly(key, waitToken));
         }
     }
 
-    private RuntimeException unanswered(LockKey key, long start, boolean sawBusy) {
-        if (sawBusy) {
-            return busy(key, start);
+    private void leaveQuietly(LockKey key, String waitToken) {
+        try {
+            store.leaveQueue(key, waitToken);
+        } catch (RuntimeException e) {
+            log.debug("could not leave the store's queue of {}; the place ends at its queue TTL", key, e);
         }
-        return new LeaseStoreException(
-                "acquire",
-                key.render(),
-                new TimeoutException("the store gave no answer within the wait of "
-                        + Duration.ofNanos(Math.max(0, ticker.nanos() - start))));
+    }
+
+    /** Runs store work that nobody waits for on a worker; after the service closed, on the cleanup pool. */
+    private void offCaller(Runnable work) {
+        try {
+            calls.execute(work);
+        } catch (RejectedExecutionException e) {
+            cleanup.execute(work);
+        }
     }
 
     private LockBusyException busy(LockKey key, long start) {
@@ -373,6 +375,7 @@ final class LeaseEngine implements LockService {
             Object owner,
             String token,
             String waitToken,
+            Duration refusedFor,
             long start,
             long deadline,
             boolean queued)
@@ -387,7 +390,7 @@ final class LeaseEngine implements LockService {
             if (bounded) {
                 long left = deadline - ticker.nanos();
                 if (left <= 0 || !slot.lock.tryLock(left, TimeUnit.NANOSECONDS)) {
-                    return Attempt.UNANSWERED;
+                    return Attempt.NOT_ASKED;
                 }
             } else {
                 slot.lock.lock();
@@ -401,20 +404,21 @@ final class LeaseEngine implements LockService {
                     if (listening) {
                         emit(current.event(LeaseEventType.REENTERED, Duration.ZERO, null, null));
                     }
-                    return new Attempt(current.newHandle(), 0, true);
+                    return new Attempt(current.newHandle(), 0);
                 }
                 if (!queued && fair && hasWaiters(key)) {
                     retire(holderKey, slot);
-                    return new Attempt(null, -1, true); // no barging past a queued waiter
+                    return new Attempt(null, -1); // no barging past a queued waiter
                 }
                 awaitForceWatch(deadline);
                 String grantToken = waitToken != null ? waitToken : grantToken(token);
+                AcquireRequest request = waitToken != null
+                        ? AcquireRequest.waiting(key, grantToken, options.leaseFor(), refusedFor)
+                        : AcquireRequest.once(key, grantToken, options.leaseFor());
                 long sent = ticker.nanos();
                 AcquireResult result;
                 try {
-                    result = bounded
-                            ? boundedAcquire(key, grantToken, options, deadline)
-                            : directAcquire(key, grantToken, options);
+                    result = bounded ? boundedAcquire(request, deadline) : directAcquire(request);
                 } catch (RuntimeException | Error | InterruptedException e) {
                     retire(holderKey, slot); // nothing is held: leave no slot behind
                     throw e;
@@ -424,11 +428,11 @@ final class LeaseEngine implements LockService {
                     return Attempt.UNANSWERED;
                 }
                 if (result instanceof AcquireResult.Granted granted) {
-                    return new Attempt(install(holderKey, slot, grantToken, options, granted, sent, start), 0, true);
+                    return new Attempt(install(holderKey, slot, grantToken, options, granted, sent, start), 0);
                 }
                 retire(holderKey, slot);
                 return new Attempt(
-                        null, ((AcquireResult.Busy) result).holderRemaining().toNanos(), true);
+                        null, ((AcquireResult.Busy) result).holderRemaining().toNanos());
             } finally {
                 slot.lock.unlock();
             }
@@ -451,34 +455,40 @@ final class LeaseEngine implements LockService {
                 + HexFormat.of().toHexDigits(ThreadLocalRandom.current().nextLong());
     }
 
-    private AcquireResult directAcquire(LockKey key, String grantToken, LeaseOptions options) {
+    private AcquireResult directAcquire(AcquireRequest request) {
         try {
-            return store.tryAcquire(key, grantToken, options.leaseFor());
+            return store.tryAcquire(request);
         } catch (RuntimeException | Error e) {
-            releaseAmbiguous(key, grantToken);
-            throw storeFailure("acquire", key, e);
+            releaseAmbiguous(request.key(), request.owner());
+            throw storeFailure("acquire", request.key(), e);
         }
     }
 
-    /** The acquire on a worker, waited for until the deadline; null if no answer came in time. */
-    private AcquireResult boundedAcquire(LockKey key, String grantToken, LeaseOptions options, long deadline)
-            throws InterruptedException {
-        // Granted after the caller left, or failed with an unknown outcome: give it back (off the
-        // thread that brought the answer, which may be the store client's I/O thread).
+    /**
+     * A waiter's acquire, its answer waited for until the deadline; null if no answer came in
+     * time. An answer after the deadline is handled where it arrives: a grant (or a failure, of
+     * unknown outcome) is given back, and the waiter leaves the store's queue again, as the ask may
+     * have taken a place after the wait's own leave was sent.
+     */
+    private AcquireResult boundedAcquire(AcquireRequest request, long deadline) throws InterruptedException {
+        LockKey key = request.key();
+        String grantToken = request.owner();
+        // Off the thread that brought the answer, which may be the store client's I/O thread.
         java.util.function.Consumer<StoreCall<AcquireResult>> orphaned = orphan -> {
             if (orphan.failure() != null || orphan.value() instanceof AcquireResult.Granted) {
                 releaseAmbiguous(key, grantToken);
             }
+            offCaller(() -> leaveQuietly(key, grantToken));
         };
         java.util.concurrent.CompletionStage<AcquireResult> answer;
         try {
-            answer = store.tryAcquireAsync(key, grantToken, options.leaseFor());
+            answer = store.tryAcquireAsync(request);
         } catch (RuntimeException | Error e) {
             answer = java.util.concurrent.CompletableFuture.failedFuture(e);
         }
         StoreCall<AcquireResult> call = answer != null
                 ? StoreCall.of(answer, orphaned)
-                : StoreCall.start(calls, () -> store.tryAcquire(key, grantToken, options.leaseFor()), orphaned);
+                : StoreCall.start(calls, () -> store.tryAcquire(request), orphaned);
         if (!call.await(parking, deadline)) {
             return null;
         }
@@ -501,16 +511,9 @@ final class LeaseEngine implements LockService {
 
     /** The store may have applied an acquire that failed: release its grant, best effort, off this thread. */
     private void releaseAmbiguous(LockKey key, String grantToken) {
-        try {
-            calls.execute(() -> releaseQuietly(key, grantToken));
-        } catch (RejectedExecutionException e) {
-            // Closed: still never on this thread, which may be the store client's I/O thread (a
-            // blocking release there waits for a reply only that thread can read;
-            // AsyncAcquireTest#aGrantThatArrivesAfterTheServiceClosedIsGivenBackOffTheClientsThread).
-            Thread late = new Thread(() -> releaseQuietly(key, grantToken), "leasehold-late-release");
-            late.setDaemon(true);
-            late.start();
-        }
+        // Closed or not, never on this thread, which may be the store client's I/O thread (a
+        // blocking release there waits for a reply only that thread can read).
+        offCaller(() -> releaseQuietly(key, grantToken));
     }
 
     private void releaseQuietly(LockKey key, String grantToken) {
@@ -626,7 +629,7 @@ final class LeaseEngine implements LockService {
             return attempt.group();
         }
         if (!attempt.answered()) {
-            throw unanswered(sorted.get(0), start, false);
+            throw batchBusy(busy(sorted.get(0), start), sorted.size()); // no answer within the wait
         }
         if (waitNanos == 0) {
             throw batchBusy(busy(attempt.busyKey(), start), sorted.size());
@@ -1224,11 +1227,7 @@ final class LeaseEngine implements LockService {
 
     /** Closing may block in the store (a subscribe in flight holds its lock): never on a caller's path. */
     private void closeLater(ReleaseSubscription subscription) {
-        try {
-            calls.execute(() -> closeQuietly(subscription, "a key"));
-        } catch (RejectedExecutionException e) {
-            closeQuietly(subscription, "a key");
-        }
+        offCaller(() -> closeQuietly(subscription, "a key"));
     }
 
     /**

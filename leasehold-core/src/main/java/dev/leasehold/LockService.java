@@ -57,11 +57,10 @@ public interface LockService extends AutoCloseable {
      * Takes the key for the current thread, waiting up to {@link LeaseOptions#waitFor()}; woken by
      * release notifications where the store has them, otherwise by a bounded poll.
      *
-     * @throws LockBusyException if the key stayed busy for the whole wait: the store answered Busy,
-     *     or (fair) the caller queued behind another waiter of this service, even when the last
-     *     store call then got no answer before the deadline ({@code FairWaitingDeadlineTest})
-     * @throws LeaseStoreException if the store fails, or gives no answer within the wait to a
-     *     caller that met no contention
+     * @throws LockBusyException if the wait ran out without the key: the store answered Busy, or
+     *     (fair) the caller queued behind another waiter of this service, or the store gave no
+     *     answer within the wait (a grant that comes later is given back)
+     * @throws LeaseStoreException if a store call fails
      * @throws InterruptedException if the thread is interrupted while waiting
      */
     Lease acquire(LockKey key, LeaseOptions options) throws InterruptedException;

@@ -79,7 +79,7 @@ class AsyncAcquireTest extends EngineHarness {
         gate.awaitEntered();
         time.awaitTaskDueWithin(Duration.ofMillis(500));
         time.advance(Duration.ofMillis(500));
-        assertThatThrownBy(() -> await(waiter)).isInstanceOf(LeaseStoreException.class);
+        assertThatThrownBy(() -> await(waiter)).isInstanceOf(LockBusyException.class);
 
         // The service closes (its workers stop) before the client brings the late grant.
         service.close();

@@ -248,8 +248,8 @@ class LeaseEngineBatchPathTest extends EngineHarness {
         Future<LeaseGroup> batch =
                 async(() -> service.acquireAll(List.of(A, B), waiting(HOUR, Duration.ofMillis(20)), owner));
         assertThatThrownBy(() -> await(batch))
-                .isInstanceOf(LeaseStoreException.class)
-                .hasMessageContaining("no answer");
+                .isInstanceOf(LockBusyException.class)
+                .hasMessageContaining("nothing of it is held");
         assertThat(store.count(Op.ACQUIRE, B)).as("never asked").isZero();
 
         gate.open();
@@ -283,8 +283,8 @@ class LeaseEngineBatchPathTest extends EngineHarness {
         time.awaitTaskDueWithin(Duration.ofSeconds(2));
         time.advance(Duration.ofSeconds(3));
         assertThatThrownBy(() -> await(batch))
-                .isInstanceOf(LeaseStoreException.class)
-                .hasMessageContaining("no answer");
+                .isInstanceOf(LockBusyException.class)
+                .hasMessageContaining("nothing of it is held");
 
         gate.open();
         assertFree(store.scripted, A, B);

@@ -176,7 +176,7 @@ class LeaseEngineScheduleTest extends EngineHarness {
         try {
             Future<Lease> bounded = async(() -> service.acquire(KEY, waiting(HOUR, ms(200)), owner));
             assertThatThrownBy(() -> await(bounded))
-                    .isInstanceOf(LeaseStoreException.class)
+                    .isInstanceOf(LockBusyException.class)
                     .hasMessageContaining(KEY.render());
         } finally {
             gate.open();
@@ -282,7 +282,7 @@ class LeaseEngineScheduleTest extends EngineHarness {
         LockService service = service(store);
         Gate gate = new Gate();
         store.script(Op.ACQUIRE, KEY, ScriptedStore.applyThenHang(gate));
-        assertThat(waitRunsOutWhileTheStoreHangs(service, gate)).isInstanceOf(LeaseStoreException.class);
+        assertThat(waitRunsOutWhileTheStoreHangs(service, gate)).isInstanceOf(LockBusyException.class);
         assertThat(store.backend.inspect(KEY)).as("applied in the store").isPresent();
 
         gate.fail(); // the reply that finally comes is an error
@@ -302,7 +302,7 @@ class LeaseEngineScheduleTest extends EngineHarness {
         Future<Lease> next = async(() -> service.acquire(KEY, waiting(HOUR, HOUR), LockOwner.create("next")));
         awaitEvents(LeaseEventType.WAITING, 1);
         time.advance(ms(500));
-        assertThatThrownBy(() -> await(first)).isInstanceOf(LeaseStoreException.class);
+        assertThatThrownBy(() -> await(first)).isInstanceOf(LockBusyException.class);
         store.awaitCall(Op.ACQUIRE, KEY, 2); // its turn passed on: busy, by the grant nobody has
         // Asleep until that grant's end, 30 min away (its store call's alarm is at the wait's end).
         time.awaitTaskDueWithin(Duration.ofMinutes(30));
@@ -439,8 +439,8 @@ class LeaseEngineScheduleTest extends EngineHarness {
         Gate gate = new Gate();
         store.script(Op.ACQUIRE, KEY, ScriptedStore.hang(gate));
         assertThat(waitRunsOutWhileTheStoreHangs(service, gate))
-                .isInstanceOf(LeaseStoreException.class)
-                .hasMessageContaining("no answer within the wait of PT0.5S");
+                .isInstanceOf(LockBusyException.class)
+                .hasMessageContaining("gave up after waiting PT0.5S");
         gate.open();
         assertThat(slots(service)).as("after an unanswered wait").isZero();
     }

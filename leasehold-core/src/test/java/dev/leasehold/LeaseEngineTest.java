@@ -598,7 +598,7 @@ class LeaseEngineTest extends EngineHarness {
 
             time.advance(Duration.ofMillis(500));
             assertThatThrownBy(() -> await(waiter))
-                    .isInstanceOf(LeaseStoreException.class)
+                    .isInstanceOf(LockBusyException.class)
                     .hasMessageContaining(KEY.render());
 
             // The grant that arrives after the waiter left is given back, never on the client's thread.

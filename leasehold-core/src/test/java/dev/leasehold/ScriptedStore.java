@@ -1,6 +1,7 @@
 package dev.leasehold;
 
 import dev.leasehold.memory.InMemoryLeaseStore;
+import dev.leasehold.spi.AcquireRequest;
 import dev.leasehold.spi.AcquireResult;
 import dev.leasehold.spi.Grant;
 import dev.leasehold.spi.LeaseStore;
@@ -46,7 +47,8 @@ final class ScriptedStore implements LeaseStore {
         INSPECT,
         FORCE_RELEASE,
         SUBSCRIBE,
-        SUBSCRIBE_FORCE
+        SUBSCRIBE_FORCE,
+        LEAVE_QUEUE
     }
 
     /** One call the engine made. */
@@ -351,11 +353,50 @@ final class ScriptedStore implements LeaseStore {
         return forceSubscribers.size();
     }
 
+    /** The acquire requests the engine made, in order. */
+    List<AcquireRequest> requests() {
+        return List.copyOf(requests);
+    }
+
+    /** From now on {@link #leaveQueue} tells the engine it does not block (as an asynchronous client's). */
+    void leaveWithoutBlocking() {
+        leaveWithoutBlocking = true;
+    }
+
+    private final List<AcquireRequest> requests = new CopyOnWriteArrayList<>();
+    private volatile boolean leaveWithoutBlocking;
+
     // ------------------------------------------------------------------ the SPI
 
     @Override
     public AcquireResult tryAcquire(LockKey key, String owner, Duration leaseFor) {
         return run(Op.ACQUIRE, key, owner, () -> backend.tryAcquire(key, owner, leaseFor));
+    }
+
+    @Override
+    public AcquireResult tryAcquire(AcquireRequest request) {
+        requests.add(request);
+        return tryAcquire(request.key(), request.owner(), request.leaseFor());
+    }
+
+    @Override
+    public java.util.concurrent.CompletionStage<AcquireResult> tryAcquireAsync(AcquireRequest request) {
+        java.util.concurrent.CompletionStage<AcquireResult> answer =
+                tryAcquireAsync(request.key(), request.owner(), request.leaseFor());
+        if (answer != null) {
+            requests.add(request); // else the engine asks again with tryAcquire
+        }
+        return answer;
+    }
+
+    @Override
+    public void leaveQueue(LockKey key, String owner) {
+        run(Op.LEAVE_QUEUE, key, owner, () -> null);
+    }
+
+    @Override
+    public boolean leavesQueueWithoutBlocking() {
+        return leaveWithoutBlocking;
     }
 
     /**

@@ -41,6 +41,24 @@ public interface LeaseStore extends AutoCloseable {
     AcquireResult tryAcquire(LockKey key, String owner, Duration leaseFor);
 
     /**
+     * {@link #tryAcquire(LockKey, String, Duration)} for a request that says whether the caller
+     * waits: a store with a waiter queue lets only a {@linkplain AcquireRequest#waiting() waiter}
+     * hold a place, never a single try. The default, for stores without a queue, asks as {@link
+     * #tryAcquire(LockKey, String, Duration)}; the lock service asks this way.
+     */
+    default AcquireResult tryAcquire(AcquireRequest request) {
+        return tryAcquire(request.key(), request.owner(), request.leaseFor());
+    }
+
+    /**
+     * {@link #tryAcquireAsync(LockKey, String, Duration)} for a request that says whether the
+     * caller waits (see {@link #tryAcquire(AcquireRequest)}); the default asks without saying.
+     */
+    default java.util.concurrent.CompletionStage<AcquireResult> tryAcquireAsync(AcquireRequest request) {
+        return tryAcquireAsync(request.key(), request.owner(), request.leaseFor());
+    }
+
+    /**
      * {@link #tryAcquire} as an answer to come, for a store whose client is asynchronous: a caller
      * that waits with a deadline then waits for the answer itself instead of for a worker thread
      * that waits for it. An answer that comes after the caller gave up is handled as a late answer
@@ -72,7 +90,7 @@ public interface LeaseStore extends AutoCloseable {
         for (LockKey key : keys) {
             AcquireResult result;
             try {
-                result = tryAcquire(key, owner, leaseFor);
+                result = tryAcquire(AcquireRequest.once(key, owner, leaseFor));
             } catch (RuntimeException | Error e) {
                 taken.add(key); // the failed call may have been applied: release it too
                 releaseAll(taken, owner, e);
@@ -207,12 +225,23 @@ public interface LeaseStore extends AutoCloseable {
     default void close() {}
 
     /**
-     * A waiter that asked for {@code key} with {@code owner} gave up without the key (its wait ran
-     * out, or it was interrupted): a store that queues waiters drops its place, and gives a key that
-     * a release handed to it to the next waiter, instead of holding the key for it until its place
-     * expires. The default, for stores without a queue, does nothing. Best effort: the lock service
-     * calls it off the caller's thread and ignores a failure, after which the place ends at its
-     * queue TTL.
+     * A waiter that asked for {@code key} with {@code owner} ended its wait without the key (its
+     * wait ran out, it was interrupted, the lock service closed, or an answer came after the wait):
+     * a store that queues waiters drops its place, and gives a key that a release handed to it to
+     * the next waiter at once, instead of holding the key for it until its place expires. The
+     * default, for stores without a queue, does nothing. Best effort: the lock service never waits
+     * for it and ignores a failure, after which the place ends at its queue TTL. It is called for
+     * every wait that asked the store, also one whose asks got no answer.
      */
     default void leaveQueue(LockKey key, String owner) {}
+
+    /**
+     * Whether {@link #leaveQueue} only hands the leave to the store's asynchronous client and
+     * returns without waiting for any answer. The lock service then calls it on the thread whose
+     * wait ended, so that what that thread sends next reaches the store after the leave; otherwise
+     * (the default) it runs {@link #leaveQueue} on a worker of its own.
+     */
+    default boolean leavesQueueWithoutBlocking() {
+        return false;
+    }
 }

@@ -1,6 +1,7 @@
 package dev.leasehold.redis;
 
 import dev.leasehold.LockKey;
+import dev.leasehold.spi.AcquireRequest;
 import io.lettuce.core.ScriptOutputType;
 import io.lettuce.core.api.async.RedisScriptingAsyncCommands;
 import io.lettuce.core.api.sync.RedisScriptingCommands;
@@ -147,8 +148,20 @@ final class FairQueue {
         return new String[] {lease, keys.fence(key), lease + ":queue", lease + ":waiters"};
     }
 
-    /** One acquire's ask: what was known before the script, and the script's arguments. */
-    private record Ask(String owner, long sent, Asked before, boolean join, boolean waitedFor, List<Object> pushed) {}
+    /**
+     * One acquire's ask: what was known before the script, and the script's arguments. {@code
+     * refusedNanos} is how long the waiter has been refused in this wait, or -1 before its first
+     * refusal; {@code waiting} whether it will ask again (only a waiter holds a place).
+     */
+    private record Ask(
+            String owner,
+            long sent,
+            Asked before,
+            boolean join,
+            boolean waiting,
+            long refusedNanos,
+            boolean remember,
+            List<Object> pushed) {}
 
     List<Object> acquire(
             RedisScriptingCommands<String, String> redis,
@@ -157,8 +170,9 @@ final class FairQueue {
             String owner,
             String millis,
             String counterTtl,
-            boolean waitedFor) {
-        Ask ask = ask(keys, key, owner, waitedFor);
+            boolean waitedFor,
+            AcquireRequest request) {
+        Ask ask = ask(keys, key, owner, waitedFor, request);
         if (ask.pushed() != null) {
             return ask.pushed();
         }
@@ -176,8 +190,9 @@ final class FairQueue {
             String owner,
             String millis,
             String counterTtl,
-            boolean waitedFor) {
-        Ask ask = ask(keys, key, owner, waitedFor);
+            boolean waitedFor,
+            AcquireRequest request) {
+        Ask ask = ask(keys, key, owner, waitedFor, request);
         if (ask.pushed() != null) {
             return CompletableFuture.completedFuture(ask.pushed());
         }
@@ -187,19 +202,42 @@ final class FairQueue {
                 .thenApply(reply -> answered(ask, reply));
     }
 
-    private Ask ask(RedisKeys keys, LockKey key, String owner, boolean waitedFor) {
+    /**
+     * What to ask: with a {@code request} that says whether the caller waits, only a waiter takes
+     * a place (in the fair mode at once, else once it has been refused for the barging bound);
+     * without one (a direct caller of the store's three-argument acquire), a repeated owner token
+     * is taken for a waiter asking again, and {@code waitedFor} (this store waits for the key) for
+     * a waiter.
+     */
+    private Ask ask(RedisKeys keys, LockKey key, String owner, boolean waitedFor, AcquireRequest request) {
         long sent = System.nanoTime();
         Asked before = asked.get(owner);
-        if (before != null && !pushed.isEmpty()) {
+        boolean waiting;
+        long refused;
+        boolean remember;
+        if (request != null) {
+            waiting = request.waiting();
+            refused = request.again() ? request.refusedFor().toNanos() : -1;
+            remember = waiting;
+        } else {
+            waiting = waitedFor || before != null;
+            refused = before == null ? -1 : sent - before.first();
+            remember = fair || waiting;
+        }
+        if (waiting && before != null && !pushed.isEmpty()) {
             List<Object> taken = takePushed(keys.channel(key), owner, before.last(), sent);
             if (taken != null) {
                 asked.remove(owner);
-                return new Ask(owner, sent, before, false, waitedFor, taken);
+                return new Ask(owner, sent, before, false, true, refused, false, taken);
             }
         }
-        boolean join =
-                fair ? before != null || waitedFor : before != null && sent - before.first() >= bargingBoundNanos;
-        return new Ask(owner, sent, before, join, waitedFor, null);
+        boolean join;
+        if (fair) {
+            join = request != null ? waiting : before != null || waitedFor;
+        } else {
+            join = waiting && refused >= bargingBoundNanos;
+        }
+        return new Ask(owner, sent, before, join, waiting, refused, remember, null);
     }
 
     private String[] args(RedisKeys keys, LockKey key, Ask ask, String millis, String counterTtl) {
@@ -214,28 +252,25 @@ final class FairQueue {
         String owner = ask.owner();
         Asked before = ask.before();
         boolean join = ask.join();
-        boolean waitedFor = ask.waitedFor();
         long sent = ask.sent();
         if (!Long.valueOf(0).equals(reply.get(0))) {
             asked.remove(owner);
             return reply;
         }
-        if (fair || waitedFor || before != null) {
-            // the default mode remembers only waiters (this store waits for the key, its lock
-            // service subscribed for them): a stream of single tries costs no memory
+        if (ask.remember()) {
+            // only waiters are remembered: a stream of single tries costs no memory
             remember(owner, before, sent);
         }
-        if (fair || !(join || waitedFor)) {
+        if (fair || !(join || ask.waiting())) {
             return reply;
         }
         // Bounded barging: a waiter asks again when its bound has passed (to take a place), and a
         // queued one at least three times per queue TTL (to keep it), whatever the holder's TTL.
         long waitMillis = ((Number) reply.get(1)).longValue();
+        long refused = ask.refusedNanos();
         long askAgainMillis = join
                 ? queueTtlNanos / 3_000_000
-                : Math.max(
-                        1,
-                        (before == null ? bargingBoundNanos : before.first() + bargingBoundNanos - sent) / 1_000_000);
+                : Math.max(1, (refused < 0 ? bargingBoundNanos : bargingBoundNanos - refused) / 1_000_000);
         return waitMillis <= askAgainMillis ? reply : List.of(0L, askAgainMillis);
     }
 
@@ -263,18 +298,30 @@ final class FairQueue {
             LockKey key,
             String owner,
             String counterTtl) {
+        return releaseScript()
+                .run(redis, ScriptOutputType.INTEGER, keys(keys, key), releaseArgs(keys, key, owner, counterTtl));
+    }
+
+    /** {@link #release} with the script sent on asynchronous commands: no thread waits for the reply. */
+    CompletionStage<Long> releaseAsync(
+            RedisScriptingAsyncCommands<String, String> redis,
+            RedisKeys keys,
+            LockKey key,
+            String owner,
+            String counterTtl) {
+        return releaseScript()
+                .runAsync(redis, ScriptOutputType.INTEGER, keys(keys, key), releaseArgs(keys, key, owner, counterTtl));
+    }
+
+    private Script releaseScript() {
+        return fair ? RELEASE : BARGING_RELEASE;
+    }
+
+    private String[] releaseArgs(RedisKeys keys, LockKey key, String owner, String counterTtl) {
         String publish = sharded ? "SPUBLISH" : "PUBLISH";
         return fair
-                ? RELEASE.run(
-                        redis, ScriptOutputType.INTEGER, keys(keys, key), owner, keys.channel(key), counterTtl, publish)
-                : BARGING_RELEASE.run(
-                        redis,
-                        ScriptOutputType.INTEGER,
-                        keys(keys, key),
-                        owner,
-                        keys.channel(key),
-                        publish,
-                        counterTtl);
+                ? new String[] {owner, keys.channel(key), counterTtl, publish}
+                : new String[] {owner, keys.channel(key), publish, counterTtl};
     }
 
     private void remember(String owner, Asked before, long sent) {

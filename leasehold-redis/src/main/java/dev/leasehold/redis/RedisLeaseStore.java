@@ -3,6 +3,7 @@ package dev.leasehold.redis;
 import dev.leasehold.LeaseInfo;
 import dev.leasehold.LeaseStoreException;
 import dev.leasehold.LockKey;
+import dev.leasehold.spi.AcquireRequest;
 import dev.leasehold.spi.AcquireResult;
 import dev.leasehold.spi.BatchAcquireResult;
 import dev.leasehold.spi.Grant;
@@ -17,11 +18,11 @@ import io.lettuce.core.ScanIterator;
 import io.lettuce.core.ScriptOutputType;
 import io.lettuce.core.api.StatefulConnection;
 import io.lettuce.core.api.StatefulRedisConnection;
-import io.lettuce.core.api.async.RedisScriptingAsyncCommands;
 import io.lettuce.core.api.sync.RedisServerCommands;
 import io.lettuce.core.cluster.RedisClusterClient;
 import io.lettuce.core.cluster.SlotHash;
 import io.lettuce.core.cluster.api.StatefulRedisClusterConnection;
+import io.lettuce.core.cluster.api.async.RedisClusterAsyncCommands;
 import io.lettuce.core.cluster.api.sync.RedisClusterCommands;
 import io.lettuce.core.codec.StringCodec;
 import io.lettuce.core.output.ArrayOutput;
@@ -129,7 +130,7 @@ public final class RedisLeaseStore implements LeaseStore {
 
     private final StatefulConnection<String, String> connection;
     private final RedisClusterCommands<String, String> redis;
-    private final RedisScriptingAsyncCommands<String, String> async; // the same connection, for a waiting acquire
+    private final RedisClusterAsyncCommands<String, String> async; // the same connection: waiting acquires, leaves
     private final String keyPrefix;
     private final String counterTtl;
     private final Acknowledgement acknowledgement;
@@ -233,15 +234,37 @@ public final class RedisLeaseStore implements LeaseStore {
                 true);
     }
 
+    /**
+     * Asks without saying whether the caller waits: an owner token that asks again after a busy
+     * answer is taken for a waiter, and so is any caller while this store waits for the key (the
+     * lock service asks with {@link #tryAcquire(AcquireRequest)}, which says it).
+     */
     @Override
     public AcquireResult tryAcquire(LockKey key, String owner, Duration leaseFor) {
+        return acquire(key, owner, leaseFor, null);
+    }
+
+    /** Only a waiter takes a place in the key's queue; a single try never does. */
+    @Override
+    public AcquireResult tryAcquire(AcquireRequest request) {
+        return acquire(request.key(), request.owner(), request.leaseFor(), request);
+    }
+
+    private AcquireResult acquire(LockKey key, String owner, Duration leaseFor, AcquireRequest request) {
         checkOwner(key, owner);
         String millis = millis(leaseFor);
         List<Object> reply = write(
                 "acquire",
                 key.render(),
                 commands -> queue.acquire(
-                        commands, keys, key, owner, millis, counterTtl, byChannel.containsKey(keys.channel(key))),
+                        commands,
+                        keys,
+                        key,
+                        owner,
+                        millis,
+                        counterTtl,
+                        byChannel.containsKey(keys.channel(key)),
+                        request),
                 granted -> asLong(granted.get(0)) == 1,
                 granted -> {
                     if (asLong(granted.get(5)) == 1) {
@@ -268,12 +291,29 @@ public final class RedisLeaseStore implements LeaseStore {
      */
     @Override
     public CompletionStage<AcquireResult> tryAcquireAsync(LockKey key, String owner, Duration leaseFor) {
+        return acquireAsync(key, owner, leaseFor, null);
+    }
+
+    @Override
+    public CompletionStage<AcquireResult> tryAcquireAsync(AcquireRequest request) {
+        return acquireAsync(request.key(), request.owner(), request.leaseFor(), request);
+    }
+
+    private CompletionStage<AcquireResult> acquireAsync(
+            LockKey key, String owner, Duration leaseFor, AcquireRequest request) {
         if (acknowledgement != null || async == null) {
             return null;
         }
         checkOwner(key, owner);
         return queue.acquireAsync(
-                        async, keys, key, owner, millis(leaseFor), counterTtl, byChannel.containsKey(keys.channel(key)))
+                        async,
+                        keys,
+                        key,
+                        owner,
+                        millis(leaseFor),
+                        counterTtl,
+                        byChannel.containsKey(keys.channel(key)),
+                        request)
                 .thenApply(RedisLeaseStore::acquireResult);
     }
 
@@ -413,20 +453,41 @@ public final class RedisLeaseStore implements LeaseStore {
     /**
      * Drops the place of a waiter that gave up, and gives a key handed to it to the next waiter (a
      * release, which does nothing unless the key is the waiter's). Without it a key handed to a
-     * waiter that gave up stays with it until its place expires
-     * ({@code RedisBoundedBargingTest.aWaiterThatGivesUpLeavesTheQueueAndAKeyHandedToItGoesOn}).
+     * waiter that gave up stays with it until its place expires. Sent on the asynchronous commands
+     * of the store's connection without waiting for the replies, so commands sent after it on
+     * this store reach Redis after it; a failure is logged.
      */
     @Override
     public void leaveQueue(LockKey key, String owner) {
         checkOwner(key, owner);
         queue.forget(owner);
         String[] queueKeys = FairQueue.keys(keys, key);
-        call("leave the queue", key, () -> {
-            redis.zrem(queueKeys[2], owner);
-            redis.hdel(queueKeys[3], owner);
-            return null;
-        });
-        release(key, owner);
+        if (async == null) {
+            call("leave the queue", key, () -> {
+                redis.zrem(queueKeys[2], owner);
+                redis.hdel(queueKeys[3], owner);
+                return null;
+            });
+            release(key, owner);
+            return;
+        }
+        try {
+            async.zrem(queueKeys[2], owner);
+            async.hdel(queueKeys[3], owner);
+            queue.releaseAsync(async, keys, key, owner, counterTtl).whenComplete((released, failure) -> {
+                if (failure != null) {
+                    log.debug("could not leave the queue of {}; the place ends at its queue TTL", key, failure);
+                }
+            });
+        } catch (RedisException e) {
+            throw new LeaseStoreException("leave the queue", key.render(), e);
+        }
+    }
+
+    /** Whether {@link #leaveQueue} only sends: on a connection with asynchronous commands. */
+    @Override
+    public boolean leavesQueueWithoutBlocking() {
+        return async != null;
     }
 
     private Long runRelease(LockKey key, String owner) {
