@@ -1,0 +1,306 @@
+package dev.leasehold.testkit;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.OutputStream;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.net.SocketException;
+import java.time.Duration;
+import java.util.Objects;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * A TCP proxy on a free loopback port between a client and one server, that breaks the link on
+ * command, for partition tests. Each direction ({@link Direction#UPSTREAM}: client to server,
+ * {@link Direction#DOWNSTREAM}: server to client) passes, is black-holed or is delayed on its own:
+ *
+ * <ul>
+ *   <li>{@link #blackhole(Direction)}: new connections are still accepted, and the bytes of that
+ *       direction are never delivered, as across a partition where packets vanish;
+ *   <li>{@link #delay(Direction, Duration)}: every chunk of that direction is delivered that much
+ *       later, in order;
+ *   <li>{@link #cut()}: every open connection is reset, and new ones are reset as soon as they are
+ *       accepted, until {@link #heal()}.
+ * </ul>
+ *
+ * <p>{@link #heal()} lets everything pass again. A TCP stream never loses bytes and goes on, so a
+ * connection whose bytes were black-holed is reset at the heal, as the peer's retransmissions
+ * would give up across a long partition; connections that only saw delays go on. Counters tell
+ * how many bytes were dropped and connections reset, so a test can show the fault was real.
+ *
+ * <p>Thread-safe. Close it to stop listening and reset every connection.
+ */
+public final class TcpProxy implements AutoCloseable {
+
+    /** One direction of the link. */
+    public enum Direction {
+        /** Client to server. */
+        UPSTREAM,
+        /** Server to client. */
+        DOWNSTREAM,
+        /** Both. */
+        BOTH;
+
+        boolean covers(Direction one) {
+            return this == BOTH || this == one;
+        }
+    }
+
+    private static final int CHUNK = 16 * 1024;
+
+    private final InetSocketAddress target;
+    private final ServerSocket listener;
+    private final Set<Link> links = ConcurrentHashMap.newKeySet();
+    private final Thread acceptor;
+    private final AtomicLong droppedBytes = new AtomicLong();
+    private final AtomicLong resets = new AtomicLong();
+    private final AtomicLong accepted = new AtomicLong();
+    private final AtomicLong forwarded = new AtomicLong();
+    private volatile boolean cut;
+    private volatile boolean upBlackholed;
+    private volatile boolean downBlackholed;
+    private volatile long upDelayNanos;
+    private volatile long downDelayNanos;
+    private volatile boolean closed;
+
+    private TcpProxy(InetSocketAddress target) throws IOException {
+        this.target = target;
+        this.listener = new ServerSocket(0, 50, InetAddress.getLoopbackAddress());
+        this.acceptor = new Thread(this::acceptLoop, "tcp-proxy-" + listener.getLocalPort() + "-accept");
+        this.acceptor.setDaemon(true);
+        this.acceptor.start();
+    }
+
+    /**
+     * A proxy to {@code host:port}, listening on a free loopback port, passing everything.
+     *
+     * @throws IOException if no port could be bound
+     */
+    public static TcpProxy to(String host, int port) throws IOException {
+        Objects.requireNonNull(host, "host is missing (null)");
+        if (port < 1 || port > 65535) {
+            throw new IllegalArgumentException("port must be 1..65535, was " + port);
+        }
+        return new TcpProxy(new InetSocketAddress(host, port));
+    }
+
+    /** The host clients connect to: the loopback address. */
+    public String host() {
+        return listener.getInetAddress().getHostAddress();
+    }
+
+    /** The port clients connect to instead of the server's. */
+    public int port() {
+        return listener.getLocalPort();
+    }
+
+    /** Black-holes {@code direction}: its bytes are dropped, connections stay open. */
+    public void blackhole(Direction direction) {
+        Objects.requireNonNull(direction, "direction is missing (null)");
+        if (direction.covers(Direction.UPSTREAM)) {
+            upBlackholed = true;
+        }
+        if (direction.covers(Direction.DOWNSTREAM)) {
+            downBlackholed = true;
+        }
+    }
+
+    /** Delays every chunk of {@code direction} by {@code delay} (zero: no delay). */
+    public void delay(Direction direction, Duration delay) {
+        Objects.requireNonNull(direction, "direction is missing (null)");
+        if (delay == null || delay.isNegative()) {
+            throw new IllegalArgumentException("delay must be zero or positive, was " + delay);
+        }
+        if (direction.covers(Direction.UPSTREAM)) {
+            upDelayNanos = delay.toNanos();
+        }
+        if (direction.covers(Direction.DOWNSTREAM)) {
+            downDelayNanos = delay.toNanos();
+        }
+    }
+
+    /** Resets every open connection, and every new one as it is accepted, until {@link #heal()}. */
+    public void cut() {
+        cut = true;
+        for (Link link : links) {
+            link.reset();
+        }
+    }
+
+    /**
+     * Lets everything pass again, without delay; connections that lost bytes to a black hole are
+     * reset first.
+     */
+    public void heal() {
+        upBlackholed = false;
+        downBlackholed = false;
+        upDelayNanos = 0;
+        downDelayNanos = 0;
+        for (Link link : links) {
+            if (link.lostBytes) {
+                link.reset();
+            }
+        }
+        cut = false;
+    }
+
+    /** Bytes a black hole dropped so far. */
+    public long droppedBytes() {
+        return droppedBytes.get();
+    }
+
+    /** Connections reset so far by {@link #cut()}, {@link #heal()} or {@link #close()}. */
+    public long resets() {
+        return resets.get();
+    }
+
+    /** Bytes delivered so far, both ways: a client behind the proxy is talking while it grows. */
+    public long forwardedBytes() {
+        return forwarded.get();
+    }
+
+    /** Connections accepted so far. */
+    public long acceptedConnections() {
+        return accepted.get();
+    }
+
+    @Override
+    public void close() {
+        closed = true;
+        try {
+            listener.close();
+        } catch (IOException ignored) {
+            // closing anyway
+        }
+        for (Link link : links) {
+            link.reset();
+        }
+    }
+
+    @Override
+    public String toString() {
+        return "TcpProxy[" + host() + ":" + port() + " -> " + target.getHostString() + ":" + target.getPort() + "]";
+    }
+
+    private void acceptLoop() {
+        while (!closed) {
+            Socket client;
+            try {
+                client = listener.accept();
+            } catch (IOException e) {
+                if (closed) {
+                    return;
+                }
+                continue;
+            }
+            accepted.incrementAndGet();
+            if (cut) {
+                resetQuietly(client);
+                resets.incrementAndGet();
+                continue;
+            }
+            Socket server = new Socket();
+            try {
+                client.setTcpNoDelay(true);
+                server.setTcpNoDelay(true);
+                server.connect(target, 5_000);
+            } catch (IOException e) {
+                resetQuietly(client);
+                resetQuietly(server);
+                continue;
+            }
+            Link link = new Link(client, server);
+            links.add(link);
+            link.start();
+        }
+    }
+
+    private static void resetQuietly(Socket socket) {
+        try {
+            socket.setSoLinger(true, 0);
+        } catch (SocketException ignored) {
+            // closing anyway
+        }
+        try {
+            socket.close();
+        } catch (IOException ignored) {
+            // already gone
+        }
+    }
+
+    /** One client connection and its server connection, pumped by a thread each way. */
+    private final class Link {
+        private final Socket client;
+        private final Socket server;
+        private volatile boolean lostBytes;
+        private volatile boolean done;
+
+        Link(Socket client, Socket server) {
+            this.client = client;
+            this.server = server;
+        }
+
+        void start() {
+            Thread up = new Thread(() -> pump(client, server, true), "tcp-proxy-" + port() + "-up");
+            Thread down = new Thread(() -> pump(server, client, false), "tcp-proxy-" + port() + "-down");
+            up.setDaemon(true);
+            down.setDaemon(true);
+            up.start();
+            down.start();
+        }
+
+        void reset() {
+            if (!done) {
+                done = true;
+                resets.incrementAndGet();
+            }
+            resetQuietly(client);
+            resetQuietly(server);
+            links.remove(this);
+        }
+
+        private void pump(Socket from, Socket to, boolean upstream) {
+            byte[] buffer = new byte[CHUNK];
+            try (InputStream in = from.getInputStream();
+                    OutputStream out = to.getOutputStream()) {
+                while (!done) {
+                    int n = in.read(buffer);
+                    if (n < 0) {
+                        break;
+                    }
+                    if (upstream ? upBlackholed : downBlackholed) {
+                        lostBytes = true;
+                        droppedBytes.addAndGet(n);
+                        continue;
+                    }
+                    long delay = upstream ? upDelayNanos : downDelayNanos;
+                    if (delay > 0) {
+                        // The delay is the fault itself: this direction's bytes arrive that much later.
+                        TimeUnit.NANOSECONDS.sleep(delay);
+                    }
+                    if (done) {
+                        break;
+                    }
+                    out.write(buffer, 0, n);
+                    out.flush();
+                    forwarded.addAndGet(n);
+                }
+            } catch (IOException | InterruptedException e) {
+                // the link is gone either way
+            } finally {
+                if (!done) {
+                    done = true;
+                    resetQuietly(client);
+                    resetQuietly(server);
+                    links.remove(this);
+                }
+            }
+        }
+    }
+}
