@@ -15,12 +15,14 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.sql.SQLFeatureNotSupportedException;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.concurrent.Executor;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
@@ -72,6 +74,16 @@ import org.slf4j.LoggerFactory;
  * no notifications: one thread per store polls the watched keys with one statement every 50 ms at
  * most, sooner when a watched holder's lease runs out (busy results carry the holder's real
  * remaining time). Thread-safe.
+ *
+ * <p>Every call waits at most the {@link Builder#callTimeout call timeout} (5 s by default) for
+ * each answer of the database: it is set as the borrowed connection's network timeout (the
+ * driver's socket read timeout on PostgreSQL and MariaDB, no round trip) and the previous one is
+ * put back before the connection returns to the pool. A database that stops answering (a
+ * partition, a hung server) makes the call fail with a {@link LeaseStoreException} naming the key
+ * after about that long, the connection is closed by the driver, and a release or grant whose
+ * answer was lost is in doubt: the key frees at its expiry at the latest
+ * ({@code JdbcCallTimeoutTest}). Borrowing the connection is bounded by the pool's own connection
+ * timeout. Embedded H2 has no network and ignores the setting.
  */
 public final class JdbcLeaseStore implements LeaseStore {
 
@@ -84,6 +96,7 @@ public final class JdbcLeaseStore implements LeaseStore {
     private final AtomicBoolean warnedAboutCommits = new AtomicBoolean();
     private final ReentrantLock listenerLock = new ReentrantLock();
     private final Duration pollInterval;
+    private final int callTimeoutMillis;
     private final WaiterQueue queue;
     private ReleaseFeed feed; // guarded by listenerLock
     private volatile boolean closed;
@@ -94,6 +107,7 @@ public final class JdbcLeaseStore implements LeaseStore {
         this.holder = builder.holder;
         this.notifications = builder.releaseNotifications;
         this.pollInterval = builder.pollInterval;
+        this.callTimeoutMillis = (int) builder.callTimeout.toMillis();
         this.queue = new WaiterQueue(
                 builder.fairQueueTtl != null,
                 builder.fairQueueTtl != null ? builder.fairQueueTtl : WaiterQueue.DEFAULT_TTL,
@@ -516,48 +530,90 @@ public final class JdbcLeaseStore implements LeaseStore {
     private <T> T execute(String operation, LockKey key, SqlCall<T> call) {
         String keyText = key == null ? "(all)" : key.render();
         try (Connection connection = dataSource.getConnection()) {
-            if (connection.getAutoCommit()) {
-                return attempts(connection, call, false);
+            int previousTimeout = boundAnswers(connection);
+            try {
+                return executeOn(connection, operation, keyText, call);
+            } finally {
+                restoreNetworkTimeout(connection, previousTimeout);
             }
-            switch (Connections.transactionState(connection, dialect.database())) {
-                case OPEN ->
-                    throw new IllegalStateException("the lease store was handed a connection inside an open"
-                            + " transaction (a transaction-aware data source?) for " + operation + " of " + keyText
-                            + ": a lease is never part of a caller's transaction; give the store a plain data source");
-                case UNKNOWN ->
-                    throw new IllegalStateException("the lease store was handed a connection with autocommit off for "
-                            + operation + " of " + keyText + " and cannot tell whether a transaction is open on it (a"
-                            + " wrapper that does not unwrap to the "
-                            + dialect.database().id() + " driver's connection,"
-                            + " or an older driver): it refuses rather than commit a caller's work; give the store a"
-                            + " data source whose connections have autocommit on");
-                case NONE -> {
-                    // the store's own transaction follows
-                }
-            }
-            if (dialect.autoCommitSwitchIsLocal()) {
-                connection.setAutoCommit(true);
-                T result;
-                try {
-                    result = attempts(connection, call, false);
-                } catch (SQLException | RuntimeException e) {
-                    restoreManualCommit(connection, e);
-                    throw e;
-                }
-                connection.setAutoCommit(false);
-                return result;
-            }
-            if (warnedAboutCommits.compareAndSet(false, true)) {
-                log.warn(
-                        "the {} pool hands out connections with autocommit off: each lease operation costs an"
-                                + " extra COMMIT round trip; give the lease store a pool with autocommit on",
-                        name());
-            }
-            return attempts(connection, call, true);
         } catch (SQLException e) {
             SchemaMissingException noSchema = JdbcSchema.missing(e, dialect.database());
             throw noSchema != null ? noSchema : new LeaseStoreException(operation, keyText, e);
         }
+    }
+
+    /** Runs the drivers' network-timeout tasks on the calling thread (PgJDBC and MariaDB run none). */
+    private static final Executor DIRECT = Runnable::run;
+
+    /**
+     * Sets the call timeout as the connection's network timeout: the previous one, or -1 when the
+     * driver has none (a driver without network timeouts is left as it is).
+     */
+    private int boundAnswers(Connection connection) throws SQLException {
+        int previous;
+        try {
+            previous = connection.getNetworkTimeout();
+        } catch (SQLFeatureNotSupportedException e) {
+            return -1;
+        }
+        connection.setNetworkTimeout(DIRECT, callTimeoutMillis);
+        return previous;
+    }
+
+    /**
+     * Puts the pool's network timeout back; a connection the driver closed after a timeout is not
+     * reused, so a failure here changes nothing the caller needs to know.
+     */
+    private static void restoreNetworkTimeout(Connection connection, int previous) {
+        try {
+            if (previous >= 0 && !connection.isClosed()) {
+                connection.setNetworkTimeout(DIRECT, previous);
+            }
+        } catch (SQLException e) {
+            log.debug("could not restore a connection's network timeout", e);
+        }
+    }
+
+    private <T> T executeOn(Connection connection, String operation, String keyText, SqlCall<T> call)
+            throws SQLException {
+        if (connection.getAutoCommit()) {
+            return attempts(connection, call, false);
+        }
+        switch (Connections.transactionState(connection, dialect.database())) {
+            case OPEN ->
+                throw new IllegalStateException("the lease store was handed a connection inside an open"
+                        + " transaction (a transaction-aware data source?) for " + operation + " of " + keyText
+                        + ": a lease is never part of a caller's transaction; give the store a plain data source");
+            case UNKNOWN ->
+                throw new IllegalStateException("the lease store was handed a connection with autocommit off for "
+                        + operation + " of " + keyText + " and cannot tell whether a transaction is open on it (a"
+                        + " wrapper that does not unwrap to the "
+                        + dialect.database().id() + " driver's connection,"
+                        + " or an older driver): it refuses rather than commit a caller's work; give the store a"
+                        + " data source whose connections have autocommit on");
+            case NONE -> {
+                // the store's own transaction follows
+            }
+        }
+        if (dialect.autoCommitSwitchIsLocal()) {
+            connection.setAutoCommit(true);
+            T result;
+            try {
+                result = attempts(connection, call, false);
+            } catch (SQLException | RuntimeException e) {
+                restoreManualCommit(connection, e);
+                throw e;
+            }
+            connection.setAutoCommit(false);
+            return result;
+        }
+        if (warnedAboutCommits.compareAndSet(false, true)) {
+            log.warn(
+                    "the {} pool hands out connections with autocommit off: each lease operation costs an"
+                            + " extra COMMIT round trip; give the lease store a pool with autocommit on",
+                    name());
+        }
+        return attempts(connection, call, true);
     }
 
     /** Runs the call, again after a deadlock or serialization failure; commits each attempt if asked. */
@@ -653,6 +709,7 @@ public final class JdbcLeaseStore implements LeaseStore {
         private Duration pollInterval = Duration.ofMillis(50);
         private Duration fairQueueTtl;
         private Duration bargingBound = WaiterQueue.DEFAULT_BARGING_BOUND;
+        private Duration callTimeout = Duration.ofSeconds(5);
 
         private Builder(DataSource dataSource) {
             this.dataSource = Objects.requireNonNull(dataSource, "dataSource is missing (null)");
@@ -735,6 +792,22 @@ public final class JdbcLeaseStore implements LeaseStore {
                 throw new IllegalArgumentException("bargingBound must be 1 ms to 1 min, was " + bound);
             }
             this.bargingBound = bound;
+            return this;
+        }
+
+        /**
+         * The longest a store call waits for an answer of the database (default 5 s, 1 ms to
+         * 24 h), enforced by the driver as the connection's network timeout: when it runs out the
+         * call fails with a {@link LeaseStoreException} and the driver closes the connection.
+         * Keep it above the slowest statement the database may take under load, and well below
+         * the lease durations in use.
+         */
+        public Builder callTimeout(Duration timeout) {
+            Objects.requireNonNull(timeout, "timeout is missing (null)");
+            if (timeout.toMillis() < 1 || timeout.compareTo(Duration.ofHours(24)) > 0) {
+                throw new IllegalArgumentException("callTimeout must be 1 ms to 24 h, was " + timeout);
+            }
+            this.callTimeout = timeout;
             return this;
         }
 
