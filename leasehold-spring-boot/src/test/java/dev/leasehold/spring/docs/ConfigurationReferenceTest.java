@@ -21,6 +21,7 @@ import org.springframework.beans.BeanWrapper;
 import org.springframework.beans.BeanWrapperImpl;
 import org.springframework.boot.convert.DurationStyle;
 import org.springframework.core.ResolvableType;
+import org.springframework.util.unit.DataSize;
 import tools.jackson.databind.JsonNode;
 import tools.jackson.databind.json.JsonMapper;
 
@@ -72,7 +73,7 @@ class ConfigurationReferenceTest {
                         "| `leasehold.idempotency.replay-headers` | list of String | `Location, ETag, Content-Location,"
                                 + " Last-Modified` |")
                 .contains("| `leasehold.lock.advisor-order` | Integer | `-2147483448` |")
-                .contains("| `leasehold.backend` | one of `auto`, `redis`, `jdbc`, `memory` | `auto` |")
+                .contains("| `leasehold.backend` | one of `auto`, `redis`, `etcd`, `jdbc`, `memory` | `auto` |")
                 .doesNotContain("LeaseholdProperties.")
                 .doesNotContain("String>");
     }
@@ -116,6 +117,9 @@ class ConfigurationReferenceTest {
         String text = defaultValue.asString();
         if (raw == Duration.class) {
             return DurationStyle.detectAndParse(text);
+        }
+        if (raw == DataSize.class) {
+            return DataSize.parse(text);
         }
         if (raw.isEnum()) {
             return Arrays.stream(raw.getEnumConstants())
