@@ -26,9 +26,11 @@ import org.slf4j.LoggerFactory;
  * table: a due row is claimed by a compare-and-set from PENDING to RUNNING with a claim token of its
  * own, so one instance handles it. While its handler runs, the claim is renewed every third of the
  * claim timeout, so a retry that runs longer than the timeout keeps its row; a row whose claim was
- * not renewed for the claim timeout (its instance died) is made PENDING again. Only the claim's own
- * instance renews, reschedules, parks or settles a RUNNING row, so a delivery that lost its claim
- * cannot remove or revive another instance's. Enqueueing a key that is already waiting or running
+ * not renewed for the claim timeout (its instance died) is made PENDING again, its claim token
+ * dropped. A row is claimed only while it is due, so one put back with a backoff by another instance
+ * waits for it. Only the claim's own instance renews, reschedules, parks or settles a RUNNING row, so
+ * a delivery that lost its claim cannot remove or revive another instance's (nor store again a task
+ * another delivery completed). Enqueueing a key that is already waiting or running
  * elsewhere adds nothing (the key is the primary key).
  *
  * <p>Polls only after {@link #start}, which Leasehold calls only when some bean has a {@code
@@ -157,9 +159,14 @@ public final class JdbcRetryQueue implements RetryQueue {
                     return;
                 }
             }
-            if (own != null && exists(c, task.key())) {
-                // Claimed by another delivery meanwhile: that one settles the row.
-                log.warn("delayed retry {} was claimed by another delivery; not parked here", task.key());
+            if (own != null) {
+                // Claimed by another delivery meanwhile: that one settles the row. A row that is gone
+                // was run to completion by it, so nothing is stored again.
+                log.warn(
+                        exists(c, task.key())
+                                ? "delayed retry {} was claimed by another delivery; not parked here"
+                                : "delayed retry {} was completed by another delivery; not parked here",
+                        task.key());
                 return;
             }
             if (enqueue(task, Duration.ZERO)) {
@@ -243,7 +250,8 @@ public final class JdbcRetryQueue implements RetryQueue {
         List<String> due = new ArrayList<>();
         try (Connection c = dataSource.getConnection()) {
             c.setAutoCommit(true);
-            try (PreparedStatement reset = c.prepareStatement("UPDATE leasehold_retry SET status = 'PENDING'"
+            try (PreparedStatement reset = c.prepareStatement("UPDATE leasehold_retry SET status = 'PENDING',"
+                    + " claimed_at_ms = NULL, claim_token = NULL"
                     + " WHERE status = 'RUNNING' AND claimed_at_ms < " + now + " - ?")) {
                 reset.setLong(1, claimTimeout.toMillis());
                 reset.executeUpdate();
@@ -358,7 +366,8 @@ public final class JdbcRetryQueue implements RetryQueue {
         try (Connection c = dataSource.getConnection()) {
             c.setAutoCommit(true);
             try (PreparedStatement s = c.prepareStatement("UPDATE leasehold_retry SET status = 'RUNNING',"
-                    + " claimed_at_ms = " + now + ", claim_token = ? WHERE id = ? AND status = 'PENDING'")) {
+                    + " claimed_at_ms = " + now + ", claim_token = ? WHERE id = ? AND status = 'PENDING'"
+                    + " AND due_at_ms <= " + now)) {
                 s.setString(1, claim.token());
                 s.setString(2, id);
                 if (s.executeUpdate() != 1) {
