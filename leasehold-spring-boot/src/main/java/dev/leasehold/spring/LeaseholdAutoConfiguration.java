@@ -156,8 +156,8 @@ public class LeaseholdAutoConfiguration {
     }
 
     /**
-     * Adds the lease check before commit to every transaction manager of the context, for the
-     * transactions {@link Locked} methods begin.
+     * Adds the lease check before commit to every transaction manager bean of the context that
+     * takes listeners, for the transactions {@link Locked} methods begin; warns for one that does not.
      */
     @Configuration(proxyBeanMethods = false)
     @ConditionalOnClass(name = "org.springframework.transaction.ConfigurableTransactionManager")
@@ -169,7 +169,7 @@ public class LeaseholdAutoConfiguration {
             return new org.springframework.beans.factory.config.BeanPostProcessor() {
                 @Override
                 public Object postProcessAfterInitialization(Object bean, String beanName) {
-                    return LockedCommitCheck.addTo(bean);
+                    return LockedCommitCheck.addTo(bean, beanName);
                 }
             };
         }

@@ -130,26 +130,36 @@ final class LockedInterceptor implements MethodInterceptor {
                 hold.stop();
             }
         };
-        Observation.Scope scope = hold.openScope();
-        LockService service = locks.get();
-        List<Lease> leases = held instanceof Lease lease
-                ? List.of(lease)
-                : held instanceof LeaseGroup group ? group.leases() : List.of();
-        Runnable commitCheck = () -> LockedCommitCheck.verify(service, leases);
-        if (TRANSACTIONS) {
-            // Inside a caller's transaction: it is the one that commits this method's writes.
-            LockedCommitCheck.registerBeforeCommit(commitCheck);
-        }
-        LockedContext.Scope bound = LockedContext.bind(held, commitCheck);
+        Observation.Scope scope = null;
+        LockedContext.Scope bound = null;
         try {
+            // Everything after the acquire sits inside the try: if any step throws, the lease is released.
+            scope = hold.openScope();
+            LockService service = locks.get();
+            List<Lease> leases = held instanceof Lease lease
+                    ? List.of(lease)
+                    : held instanceof LeaseGroup group ? group.leases() : List.of();
+            Runnable commitCheck = () -> LockedCommitCheck.verify(service, leases);
+            if (TRANSACTIONS) {
+                // Inside a caller's transaction: it is the one that commits this method's writes.
+                LockedCommitCheck.registerBeforeCommit(commitCheck);
+            }
+            bound = LockedContext.bind(held, commitCheck);
             return invocation.proceed();
         } catch (Throwable t) {
             hold.error(t);
             throw t;
         } finally {
-            bound.close();
-            scope.close();
-            releaseAfterTransaction(observed, keys);
+            try {
+                if (bound != null) {
+                    bound.close();
+                }
+                if (scope != null) {
+                    scope.close();
+                }
+            } finally {
+                releaseAfterTransaction(observed, keys);
+            }
         }
     }
 

@@ -9,9 +9,14 @@ import dev.leasehold.LeaseLostException;
 import dev.leasehold.LockKey;
 import dev.leasehold.LockService;
 import dev.leasehold.jdbc.FencedUpdate;
+import io.micrometer.observation.Observation;
+import io.micrometer.observation.ObservationHandler;
+import io.micrometer.observation.ObservationRegistry;
 import java.sql.Connection;
+import java.util.List;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import javax.sql.DataSource;
@@ -28,7 +33,11 @@ import org.springframework.jdbc.datasource.DataSourceUtils;
 import org.springframework.test.web.servlet.MockMvc;
 import org.springframework.test.web.servlet.MvcResult;
 import org.springframework.test.web.servlet.setup.MockMvcBuilders;
+import org.springframework.transaction.PlatformTransactionManager;
 import org.springframework.transaction.annotation.Transactional;
+import org.springframework.transaction.support.TransactionSynchronization;
+import org.springframework.transaction.support.TransactionSynchronizationManager;
+import org.springframework.transaction.support.TransactionTemplate;
 import org.springframework.web.bind.annotation.PathVariable;
 import org.springframework.web.bind.annotation.PostMapping;
 import org.springframework.web.bind.annotation.RestController;
@@ -96,6 +105,43 @@ class LockedLeaseLostTest {
         }
     }
 
+    /** Writes whose pending work a transaction synchronization's {@code flush()} stands for. */
+    public static class Flushing {
+        final JdbcTemplate jdbc;
+
+        public Flushing(DataSource dataSource) {
+            this.jdbc = new JdbcTemplate(dataSource);
+        }
+
+        /** Increments in the transaction it begins; {@code atFlush} runs when the transaction is flushed. */
+        @Locked(namespace = "counter", key = "#id")
+        @Transactional
+        public void write(String id, Runnable atFlush) {
+            writeJoined(id, atFlush);
+        }
+
+        /** As {@link #write}, in the caller's transaction (this method begins none). */
+        @Locked(namespace = "counter", key = "#id")
+        public void joined(String id, Runnable atFlush) {
+            writeJoined(id, atFlush);
+        }
+
+        private void writeJoined(String id, Runnable atFlush) {
+            jdbc.update("UPDATE counter SET n = n + 1 WHERE id = ?", id);
+            TransactionSynchronizationManager.registerSynchronization(new TransactionSynchronization() {
+                @Override
+                public void flush() {
+                    atFlush.run();
+                }
+            });
+        }
+
+        @Locked(namespace = "counter", key = "#id")
+        public String plain(String id) {
+            return id;
+        }
+    }
+
     @RestController
     static class Increments {
         private final Counter counter;
@@ -122,7 +168,113 @@ class LockedLeaseLostTest {
                 .withPropertyValues(
                         "spring.datasource.url=jdbc:h2:mem:" + database + ";DB_CLOSE_DELAY=-1",
                         "leasehold.stale-scan.enabled=false")
-                .withBean(Counter.class);
+                .withBean(Counter.class)
+                .withBean(Flushing.class);
+    }
+
+    private static void counterTable(JdbcTemplate jdbc) {
+        jdbc.execute("CREATE TABLE counter (id VARCHAR(16) PRIMARY KEY, n BIGINT NOT NULL)");
+        jdbc.update("INSERT INTO counter VALUES ('c1', 0)");
+    }
+
+    @Test
+    void theCommitCheckRunsAfterTheFlushSoALeaseLostDuringTheFlushRollsBack() {
+        String database = "lease-lost-flush-" + UUID.randomUUID();
+        instance(database).run(a -> {
+            JdbcTemplate jdbc = a.getBean(JdbcTemplate.class);
+            counterTable(jdbc);
+            LockService locks = a.getBean(LockService.class);
+            List<String> flushed = new CopyOnWriteArrayList<>();
+            Runnable loseDuringFlush = () -> {
+                flushed.add("flush");
+                // As a slow JPA flush that outlives the lease: the key is force-released meanwhile.
+                assertThat(locks.forceRelease(KEY, "stuck")).isTrue();
+            };
+
+            assertThatThrownBy(() -> a.getBean(Flushing.class).write("c1", loseDuringFlush))
+                    .isInstanceOf(LeaseLostException.class);
+
+            assertThat(flushed)
+                    .as("the transaction was flushed before its commit")
+                    .containsExactly("flush");
+            assertThat(jdbc.queryForObject("SELECT n FROM counter WHERE id = 'c1'", Long.class))
+                    .as("the lease lost during the flush rolled the write back")
+                    .isZero();
+        });
+    }
+
+    @Test
+    void aJoinedCallersTransactionIsFlushedBeforeTheCheckToo() {
+        String database = "lease-lost-flush-joined-" + UUID.randomUUID();
+        instance(database).run(a -> {
+            JdbcTemplate jdbc = a.getBean(JdbcTemplate.class);
+            counterTable(jdbc);
+            LockService locks = a.getBean(LockService.class);
+            TransactionTemplate transactions = new TransactionTemplate(a.getBean(PlatformTransactionManager.class));
+            Flushing flushing = a.getBean(Flushing.class);
+
+            assertThatThrownBy(() -> transactions.executeWithoutResult(
+                            status -> flushing.joined("c1", () -> assertThat(locks.forceRelease(KEY, "stuck"))
+                                    .isTrue())))
+                    .isInstanceOf(LeaseLostException.class);
+
+            assertThat(jdbc.queryForObject("SELECT n FROM counter WHERE id = 'c1'", Long.class))
+                    .isZero();
+        });
+    }
+
+    @Test
+    void aFailingFlushPropagatesAndRollsBack() {
+        String database = "flush-fails-" + UUID.randomUUID();
+        instance(database).run(a -> {
+            JdbcTemplate jdbc = a.getBean(JdbcTemplate.class);
+            counterTable(jdbc);
+
+            assertThatThrownBy(() -> a.getBean(Flushing.class).write("c1", () -> {
+                        throw new IllegalStateException("constraint violated at flush");
+                    }))
+                    .isInstanceOf(IllegalStateException.class)
+                    .hasMessage("constraint violated at flush");
+
+            assertThat(jdbc.queryForObject("SELECT n FROM counter WHERE id = 'c1'", Long.class))
+                    .isZero();
+            assertThat(a.getBean(LockService.class).inspect(KEY)).as("released").isEmpty();
+        });
+    }
+
+    @Test
+    void aStepFailingAfterTheAcquireReleasesTheLeaseAndStopsTheHoldObservation() {
+        ObservationRegistry registry = ObservationRegistry.create();
+        List<String> stopped = new CopyOnWriteArrayList<>();
+        registry.observationConfig().observationHandler(new ObservationHandler<>() {
+            @Override
+            public boolean supportsContext(Observation.Context context) {
+                return true;
+            }
+
+            @Override
+            public void onScopeOpened(Observation.Context context) {
+                if (context.getName().equals(LeaseholdObservations.HOLD)) {
+                    throw new IllegalStateException("tracing context unavailable");
+                }
+            }
+
+            @Override
+            public void onStop(Observation.Context context) {
+                stopped.add(context.getName());
+            }
+        });
+        instance("scope-fails-" + UUID.randomUUID())
+                .withBean(ObservationRegistry.class, () -> registry)
+                .run(a -> {
+                    assertThatThrownBy(() -> a.getBean(Flushing.class).plain("c1"))
+                            .hasMessage("tracing context unavailable");
+
+                    assertThat(a.getBean(LockService.class).inspect(KEY))
+                            .as("the lease was released, not held until its expiry")
+                            .isEmpty();
+                    assertThat(stopped).contains(LeaseholdObservations.HOLD);
+                });
     }
 
     @Test

@@ -2,8 +2,14 @@ package dev.leasehold.spring;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import ch.qos.logback.classic.Level;
+import ch.qos.logback.classic.Logger;
+import ch.qos.logback.classic.spi.ILoggingEvent;
+import ch.qos.logback.core.read.ListAppender;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import org.junit.jupiter.api.Test;
+import org.slf4j.LoggerFactory;
 import org.springframework.aop.Advisor;
 import org.springframework.aop.support.DefaultPointcutAdvisor;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
@@ -14,6 +20,11 @@ import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 import org.springframework.boot.transaction.autoconfigure.TransactionAutoConfiguration;
 import org.springframework.context.annotation.Configuration;
 import org.springframework.core.Ordered;
+import org.springframework.jdbc.datasource.DataSourceTransactionManager;
+import org.springframework.jdbc.datasource.DriverManagerDataSource;
+import org.springframework.transaction.PlatformTransactionManager;
+import org.springframework.transaction.TransactionDefinition;
+import org.springframework.transaction.TransactionStatus;
 import org.springframework.transaction.annotation.EnableTransactionManagement;
 import org.springframework.transaction.annotation.Transactional;
 import reactor.core.publisher.Mono;
@@ -76,6 +87,57 @@ class StartupChecksTest {
     @Configuration(proxyBeanMethods = false)
     @EnableTransactionManagement(order = Ordered.HIGHEST_PRECEDENCE)
     static class EarlyTransactions {}
+
+    /** A transaction manager decorator: not a {@code ConfigurableTransactionManager}, so it takes no listeners. */
+    static final class TimedTransactions implements PlatformTransactionManager {
+        private final PlatformTransactionManager delegate = jdbcTransactions();
+
+        @Override
+        public TransactionStatus getTransaction(TransactionDefinition definition) {
+            return delegate.getTransaction(definition);
+        }
+
+        @Override
+        public void commit(TransactionStatus status) {
+            delegate.commit(status);
+        }
+
+        @Override
+        public void rollback(TransactionStatus status) {
+            delegate.rollback(status);
+        }
+    }
+
+    static PlatformTransactionManager jdbcTransactions() {
+        return new DataSourceTransactionManager(new DriverManagerDataSource("jdbc:h2:mem:tm-" + System.nanoTime()));
+    }
+
+    @Test
+    void aTransactionManagerBeanThatTakesNoListenersIsNamedInAWarning() {
+        ListAppender<ILoggingEvent> logged = new ListAppender<>();
+        Logger logger = (Logger) LoggerFactory.getLogger(LockedCommitCheck.class);
+        logged.start();
+        logger.addAppender(logged);
+        try {
+            memory.withBean("timedTransactions", PlatformTransactionManager.class, TimedTransactions::new)
+                    .withBean(
+                            "plainTransactions", PlatformTransactionManager.class, StartupChecksTest::jdbcTransactions)
+                    .run(context -> {
+                        assertThat(context).hasNotFailed();
+                        List<String> warnings = logged.list.stream()
+                                .filter(event -> event.getLevel() == Level.WARN)
+                                .map(ILoggingEvent::getFormattedMessage)
+                                .toList();
+                        assertThat(warnings)
+                                .singleElement()
+                                .asString()
+                                .contains("'timedTransactions'")
+                                .contains("not checked for a lost lease");
+                    });
+        } finally {
+            logger.detachAppender(logged);
+        }
+    }
 
     private ApplicationContextRunner withTransactions() {
         return memory.withConfiguration(AutoConfigurations.of(
