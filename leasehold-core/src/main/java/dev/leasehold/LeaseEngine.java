@@ -275,7 +275,13 @@ final class LeaseEngine implements LockService {
                 boolean myTurn = !fair || queue.isHead(waiter);
                 if (myTurn) {
                     Duration refusedFor = refused ? Duration.ofNanos(Math.max(0, ticker.nanos() - firstRefused)) : null;
-                    Attempt attempt = attempt(key, options, owner, token, waitToken, refusedFor, start, deadline, true);
+                    Attempt attempt;
+                    try {
+                        attempt = attempt(key, options, owner, token, waitToken, refusedFor, start, deadline, true);
+                    } catch (RuntimeException | Error | InterruptedException e) {
+                        askedStore = true; // the ask may have taken a place before it threw
+                        throw e;
+                    }
                     askedStore |= attempt.asked();
                     if (attempt.lease() != null) {
                         acquired = true;

@@ -48,6 +48,39 @@ class WaitGiveUpTest extends EngineHarness {
     }
 
     @Test
+    void aWaitWhoseAskFailsAfterTheStoreQueuedItStillLeavesTheQueue() throws Exception {
+        ScriptedStore store = store(false);
+        LockService service = service(store, b -> b.minPoll(HOUR).maxPoll(HOUR));
+        store.script(Op.ACQUIRE, KEY, ScriptedStore.applyThenFail()); // a reply lost to a timeout
+        Future<Lease> waiter = async(() -> service.acquire(KEY, waiting(HOUR, WAIT)));
+
+        assertThatThrownBy(() -> await(waiter)).isInstanceOf(LeaseStoreException.class);
+        Call leave = store.awaitCall(Op.LEAVE_QUEUE, KEY, 1);
+        assertThat(leave.owner())
+                .as("the token of the ask that threw leaves")
+                .isEqualTo(store.requests().get(0).owner());
+        awaitFree(store, KEY); // and its grant is given back
+    }
+
+    @Test
+    void aWaitInterruptedWhileItsAskIsInTheStoreStillLeavesTheQueue() throws Exception {
+        ScriptedStore store = store(false);
+        LockService service = service(store, b -> b.minPoll(HOUR).maxPoll(HOUR));
+        Gate gate = new Gate();
+        store.script(Op.ACQUIRE, KEY, ScriptedStore.hang(gate));
+        Future<Lease> waiter = async(() -> service.acquire(KEY, waiting(HOUR, WAIT)));
+        gate.awaitEntered();
+        waiter.cancel(true); // interrupts the caller while the ask has no answer yet
+
+        Call leave = store.awaitCall(Op.LEAVE_QUEUE, KEY, 1);
+        assertThat(leave.owner())
+                .as("left before the ask answered")
+                .isEqualTo(store.requests().get(0).owner());
+        gate.open(); // the late grant is given back
+        awaitFree(store, KEY);
+    }
+
+    @Test
     void aWaitEndedByCloseLeavesTheQueueOffTheCallersThread() throws Exception {
         ScriptedStore store = store(false);
         LockService service = service(store, b -> b.minPoll(SECOND).maxPoll(SECOND));

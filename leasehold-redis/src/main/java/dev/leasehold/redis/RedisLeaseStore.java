@@ -455,13 +455,28 @@ public final class RedisLeaseStore implements LeaseStore {
      * release, which does nothing unless the key is the waiter's). Without it a key handed to a
      * waiter that gave up stays with it until its place expires. Sent on the asynchronous commands
      * of the store's connection without waiting for the replies, so commands sent after it on
-     * this store reach Redis after it; a failure is logged.
+     * this store reach Redis after it; a failure is logged. With a replica acknowledgement it is a
+     * write that is waited for like a grant, so a failover cannot bring the place or its hand-off
+     * back; when the acknowledgement falls short a {@link ReplicaAcknowledgementException} says so.
      */
     @Override
     public void leaveQueue(LockKey key, String owner) {
         checkOwner(key, owner);
         queue.forget(owner);
         String[] queueKeys = FairQueue.keys(keys, key);
+        if (acknowledgement != null) {
+            write(
+                    "leave the queue",
+                    key.render(),
+                    commands -> {
+                        commands.zrem(queueKeys[2], owner);
+                        commands.hdel(queueKeys[3], owner);
+                        return queue.release(commands, keys, key, owner, counterTtl);
+                    },
+                    released -> true,
+                    released -> "the leave stays on the master");
+            return;
+        }
         if (async == null) {
             call("leave the queue", key, () -> {
                 redis.zrem(queueKeys[2], owner);
@@ -484,10 +499,13 @@ public final class RedisLeaseStore implements LeaseStore {
         }
     }
 
-    /** Whether {@link #leaveQueue} only sends: on a connection with asynchronous commands. */
+    /**
+     * Whether {@link #leaveQueue} only sends: on a connection with asynchronous commands, and
+     * without a replica acknowledgement (whose wait blocks).
+     */
     @Override
     public boolean leavesQueueWithoutBlocking() {
-        return async != null;
+        return async != null && acknowledgement == null;
     }
 
     private Long runRelease(LockKey key, String owner) {

@@ -6,6 +6,7 @@ import static org.awaitility.Awaitility.await;
 
 import dev.leasehold.LockKey;
 import dev.leasehold.LockOwner;
+import dev.leasehold.spi.AcquireRequest;
 import dev.leasehold.spi.AcquireResult;
 import dev.leasehold.testkit.RawLease;
 import io.lettuce.core.RedisClient;
@@ -116,6 +117,48 @@ class RedisReplicaAcknowledgementTest {
 
             LocalRedis.signal(replica, "CONT");
             assertThat(store.tryAcquire(free, other, Duration.ofSeconds(30))).isInstanceOf(AcquireResult.Granted.class);
+        }
+    }
+
+    /**
+     * With an acknowledgement a waiter's leave is a write that is waited for, so the store says its
+     * leave blocks (the lock service then leaves on a worker); without one it only sends.
+     */
+    @Test
+    void aLeaveIsWaitedForWithAnAcknowledgementAndOnlySentWithout() throws Exception {
+        LockKey key = LockKey.of("borrow", "B-leave");
+        try (RedisLeaseStore plain = RedisLeaseStore.builder(client(masterPort)).build();
+                RedisLeaseStore store = RedisLeaseStore.builder(client(masterPort))
+                        .replicaAcknowledgement(1, ACK_TIMEOUT)
+                        .fairQueue(Duration.ofSeconds(30))
+                        .build();
+                StatefulRedisConnection<String, String> onMaster = connect(masterPort)) {
+            assertThat(plain.leavesQueueWithoutBlocking())
+                    .as("without an acknowledgement")
+                    .isTrue();
+            assertThat(store.leavesQueueWithoutBlocking())
+                    .as("with an acknowledgement")
+                    .isFalse();
+            String holder = owner();
+            fence(store.tryAcquire(key, holder, Duration.ofSeconds(30)));
+            String waiter = owner();
+            assertThat(store.tryAcquire(AcquireRequest.waiting(key, waiter, Duration.ofSeconds(30), null)))
+                    .isInstanceOf(AcquireResult.Busy.class);
+            String[] queueKeys = FairQueue.keys(KEYS, key);
+            assertThat(onMaster.sync().zscore(queueKeys[2], waiter))
+                    .as("the waiter's place")
+                    .isNotNull();
+
+            LocalRedis.signal(replica, "STOP");
+            ReplicaAcknowledgementException refused =
+                    catchThrowableOfType(ReplicaAcknowledgementException.class, () -> store.leaveQueue(key, waiter));
+
+            assertThat(refused).as("the leave waited for the replica").isNotNull();
+            assertThat(refused.getMessage()).contains("leave the queue of lock " + key.render());
+            assertThat(onMaster.sync().zscore(queueKeys[2], waiter))
+                    .as("the place on the master")
+                    .isNull();
+            assertThat(store.inspect(key).orElseThrow().ownerToken()).isEqualTo(holder);
         }
     }
 
