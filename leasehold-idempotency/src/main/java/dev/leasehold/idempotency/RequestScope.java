@@ -15,12 +15,14 @@ import java.util.Objects;
  * ({@code RequestScopeTest#noPartCanImitateAnother}), and a caller with a principal never shares a
  * scope with one without ({@code #aCallerWithAPrincipalNeverSharesAScopeWithOneWithout}).
  *
- * <p>A text longer than {@value #MAX_LENGTH} characters keeps a readable start, cut between two
- * escaped characters, and ends with an unescaped {@code #} and the SHA-256 of the whole text, so
- * distinct scopes stay distinct ({@code #aLongScopeIsShortenedWithTheHashOfTheWhole}). Parts
- * without {@code \ | #}, control characters or unpaired surrogates give the same text as scopes did
- * before they were escaped, so records stored before then are still found ({@code
- * #plainPartsGiveTheTextStoredBeforeEscaping}).
+ * <p>A text longer than {@value #MAX_LENGTH} characters keeps a readable start and ends with an
+ * unescaped {@code #} and the SHA-256 of the whole text, so distinct scopes stay distinct ({@code
+ * #aLongScopeIsShortenedWithTheHashOfTheWhole}); when a part was escaped, the start is cut between
+ * two escaped characters ({@code #aShortenedScopeIsNeverCutInsideAnEscapeOrASurrogatePair}). Parts
+ * without {@code \ | #}, control characters or unpaired surrogates give, at every length, the same
+ * text as scopes did before they were escaped (the start cut at a fixed length, never inside a
+ * surrogate pair), so records stored before then are still found ({@code
+ * #plainPartsOfEveryLengthGiveTheTextStoredBeforeEscaping}).
  *
  * @param base what the key space is for (a method, a chat session); not blank
  * @param tenant the caller's tenant, or null (or empty) for none
@@ -46,16 +48,16 @@ public record RequestScope(String base, String tenant, String principal) {
     public String text() {
         List<Integer> cuts = new ArrayList<>();
         StringBuilder text = new StringBuilder();
-        escape(base, text, cuts);
+        boolean escaped = escape(base, text, cuts);
         if (tenant != null) {
             cuts.add(text.length());
             text.append("|tenant=");
-            escape(tenant, text, cuts);
+            escaped |= escape(tenant, text, cuts);
         }
         if (principal != null) {
             cuts.add(text.length());
             text.append("|user=");
-            escape(principal, text, cuts);
+            escaped |= escape(principal, text, cuts);
         }
         String full = text.toString();
         if (full.length() <= MAX_LENGTH) {
@@ -64,31 +66,43 @@ public record RequestScope(String base, String tenant, String principal) {
         String hash = CanonicalJson.sha256(full);
         int keep = MAX_LENGTH - hash.length() - 1;
         int cut = 0;
-        for (int at : cuts) {
-            if (at <= keep) {
-                cut = at;
+        if (escaped) {
+            for (int at : cuts) {
+                if (at <= keep) {
+                    cut = at;
+                }
             }
+        } else {
+            // As scopes were cut before parts were escaped: at a fixed length, never inside a pair.
+            cut = Character.isHighSurrogate(full.charAt(keep - 1)) ? keep - 1 : keep;
         }
         return full.substring(0, cut) + "#" + hash;
     }
 
-    /** Appends {@code part} escaped, noting where each escaped character starts. */
-    private static void escape(String part, StringBuilder out, List<Integer> cuts) {
+    /**
+     * Appends {@code part} escaped, noting where each escaped character starts; true if any
+     * character needed an escape.
+     */
+    private static boolean escape(String part, StringBuilder out, List<Integer> cuts) {
+        boolean escaped = false;
         for (int i = 0; i < part.length(); i++) {
             cuts.add(out.length());
             char c = part.charAt(i);
             if (c == '\\' || c == '|' || c == '#') {
                 out.append('\\').append(c);
+                escaped = true;
             } else if (Character.isHighSurrogate(c)
                     && i + 1 < part.length()
                     && Character.isLowSurrogate(part.charAt(i + 1))) {
                 out.append(c).append(part.charAt(++i));
             } else if (Character.isISOControl(c) || Character.isSurrogate(c)) {
                 out.append(String.format("\\u%04X", (int) c));
+                escaped = true;
             } else {
                 out.append(c);
             }
         }
+        return escaped;
     }
 
     @Override

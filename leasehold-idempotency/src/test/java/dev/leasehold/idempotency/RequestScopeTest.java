@@ -55,6 +55,48 @@ class RequestScopeTest {
     }
 
     @Test
+    void plainPartsOfEveryLengthGiveTheTextStoredBeforeEscaping() {
+        List<String> tenants = List.of("", "t", "acme-" + "x".repeat(140));
+        List<String> principals = new java.util.ArrayList<>(List.of("alice", "bob-" + "y".repeat(150)));
+        principals.add(null);
+        for (int length = 1; length <= 200; length++) {
+            // a base of every length, with a surrogate pair at each place the old cut can fall
+            String base = ("P\uD83D\uDE00ay.ments-" + "b".repeat(200)).substring(0, length);
+            if (Character.isHighSurrogate(base.charAt(base.length() - 1))) {
+                continue;
+            }
+            for (String tenant : tenants) {
+                for (String principal : principals) {
+                    assertThat(new RequestScope(base, tenant, principal).text())
+                            .as("base of %d characters, tenant %s, principal %s", length, tenant, principal)
+                            .isEqualTo(textStoredBeforeEscaping(base, tenant, principal));
+                }
+            }
+        }
+    }
+
+    /** The scope text as it was stored before parts were escaped. */
+    private static String textStoredBeforeEscaping(String base, String tenant, String principal) {
+        StringBuilder scope = new StringBuilder(base);
+        if (tenant != null && !tenant.isEmpty()) {
+            scope.append("|tenant=").append(tenant);
+        }
+        if (principal != null) {
+            scope.append("|user=").append(principal);
+        }
+        String full = scope.toString();
+        if (full.length() <= 128) {
+            return full;
+        }
+        String hash = CanonicalJson.sha256(full);
+        String start = full.substring(0, 128 - hash.length() - 1);
+        if (Character.isHighSurrogate(start.charAt(start.length() - 1))) {
+            start = start.substring(0, start.length() - 1);
+        }
+        return start + "#" + hash;
+    }
+
+    @Test
     void aLongScopeIsShortenedWithTheHashOfTheWhole() {
         String alice = new RequestScope("Payments.pay", "t", "alice-" + "x".repeat(200)).text();
         String bob = new RequestScope("Payments.pay", "t", "bob-" + "x".repeat(200)).text();
@@ -77,6 +119,21 @@ class RequestScopeTest {
 
         assertThat(shortened).hasSize(RequestScope.MAX_LENGTH);
         assertThat(attacker.text()).isNotEqualTo(shortened);
+    }
+
+    @Test
+    void noScopeCanImitateAShortenedFormCutInsideTheTenantOrUserLiteral() {
+        // Plain parts are cut at a fixed length, which can fall inside "|tenant=" or "|user=".
+        RequestScope victim = new RequestScope("P".repeat(49), "t", "bob-" + "y".repeat(150));
+        String shortened = victim.text();
+        assertThat(shortened).startsWith("P".repeat(49) + "|tenant=t|user#");
+
+        for (RequestScope attacker : List.of(
+                new RequestScope(shortened, null, null),
+                new RequestScope("P".repeat(49), shortened.substring(49 + "|tenant=".length()), null),
+                new RequestScope("P".repeat(49), "t", shortened.substring(49 + "|tenant=t|user".length())))) {
+            assertThat(attacker.text()).as("%s", attacker.base()).isNotEqualTo(shortened);
+        }
     }
 
     @Test

@@ -218,6 +218,11 @@ final class IdempotentInterceptor implements MethodInterceptor {
                         "the method answered " + captured.stored().status() + "; a 5xx answer is not stored");
                 s.transactions().rollback(transaction);
                 outcomes.accept("failed");
+                if (handler) {
+                    // Sent as the handler wrote it (a buffered body would otherwise be lost), unstored.
+                    WebRequests.write(captured.stored(), captured.sent(), false);
+                    return null;
+                }
                 return value;
             }
             mark(execution, captured, s.dataSource());

@@ -45,6 +45,28 @@ public class AnswerShapesController {
         response.getWriter().write("{\"account\":\"" + request.account() + "\",\"booked\":true}");
     }
 
+    /** A void handler that books, then writes its own 503 answer through the servlet response. */
+    @PostMapping("/shapes/void-unavailable")
+    @Idempotent
+    public void voidUnavailable(@RequestBody PaymentRequest request, HttpServletResponse response) throws IOException {
+        ledger.book(request, "shapes");
+        writeUnavailable(request, response);
+    }
+
+    @PostMapping("/plain/void-unavailable")
+    public void plainVoidUnavailable(@RequestBody PaymentRequest request, HttpServletResponse response)
+            throws IOException {
+        writeUnavailable(request, response);
+    }
+
+    private static void writeUnavailable(PaymentRequest request, HttpServletResponse response) throws IOException {
+        response.setStatus(HttpServletResponse.SC_SERVICE_UNAVAILABLE);
+        response.setHeader("Retry-After", "7");
+        response.setContentType(MediaType.APPLICATION_JSON_VALUE);
+        response.setCharacterEncoding(StandardCharsets.UTF_8.name());
+        response.getWriter().write("{\"account\":\"" + request.account() + "\",\"retry\":true}");
+    }
+
     /** A JSON document the handler already has as text. */
     @PostMapping("/shapes/json-string")
     @Idempotent

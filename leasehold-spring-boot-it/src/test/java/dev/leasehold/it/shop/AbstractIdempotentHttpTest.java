@@ -329,6 +329,26 @@ abstract class AbstractIdempotentHttpTest {
     }
 
     @Test
+    void aVoidHandlerWritingItsOwn503IsSentAsWrittenUnstoredAndItsWriteRolledBack() throws Exception {
+        String key = key();
+        Http.Answer plain = http.post("/plain/void-unavailable", "alice", null, payment(account, "8"));
+        Http.Answer first = http.post("/shapes/void-unavailable", "alice", key, payment(account, "8"));
+        Http.Answer retry = http.post("/shapes/void-unavailable", "alice", key, payment(account, "8"));
+
+        assertThat(plain.status()).isEqualTo(503);
+        for (Http.Answer answer : List.of(first, retry)) {
+            assertThat(answer.status()).as(answer.toString()).isEqualTo(503);
+            assertThat(answer.text()).as(answer.toString()).isEqualTo(plain.text());
+            assertThat(answer.header("Content-Type")).isEqualTo(plain.header("Content-Type"));
+            assertThat(answer.header("Retry-After")).isEqualTo("7");
+            assertThat(answer.replayed()).as("a 5xx is never stored").isFalse();
+        }
+        assertThat(ledger.payments(account))
+                .as("the writes behind a 5xx answer are rolled back")
+                .isZero();
+    }
+
+    @Test
     void aJsonStringIsSentAsPlainMvcSendsItAndReplayedTheSame() throws Exception {
         Http.Answer plain = sentAsPlainMvcAndReplayed("json-string", "4");
 
