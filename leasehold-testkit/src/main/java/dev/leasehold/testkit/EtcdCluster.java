@@ -1,6 +1,8 @@
 package dev.leasehold.testkit;
 
 import java.io.IOException;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -11,8 +13,11 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Comparator;
+import java.util.HashSet;
 import java.util.List;
 import java.util.OptionalInt;
+import java.util.Set;
+import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -74,20 +79,40 @@ public final class EtcdCluster implements AutoCloseable {
         if (size < 1) {
             throw new IllegalArgumentException("a cluster needs at least one member, was " + size);
         }
-        EtcdCluster cluster =
-                new EtcdCluster(Files.createTempDirectory("leasehold-etcd"), size, heartbeat, electionTimeout);
-        try {
-            for (int i = 0; i < size; i++) {
-                cluster.launch(i);
+        // A member that exits on its first start most often lost a port to another process between
+        // the choice and the bind; a fresh cluster on fresh ports is tried a few times.
+        for (int attempt = 1; ; attempt++) {
+            EtcdCluster cluster =
+                    new EtcdCluster(Files.createTempDirectory("leasehold-etcd"), size, heartbeat, electionTimeout);
+            try {
+                for (int i = 0; i < size; i++) {
+                    cluster.launch(i);
+                }
+                for (int i = 0; i < size; i++) {
+                    cluster.awaitHealthy(i, Duration.ofSeconds(30));
+                }
+                return cluster;
+            } catch (MemberExitedException e) {
+                cluster.close();
+                if (attempt == START_ATTEMPTS) {
+                    throw e;
+                }
+            } catch (IOException | InterruptedException | RuntimeException e) {
+                cluster.close();
+                throw e;
             }
-            for (int i = 0; i < size; i++) {
-                cluster.awaitHealthy(i, Duration.ofSeconds(30));
-            }
-        } catch (IOException | InterruptedException | RuntimeException e) {
-            cluster.close();
-            throw e;
         }
-        return cluster;
+    }
+
+    private static final int START_ATTEMPTS = 3;
+
+    /** A member's process ended while it was awaited; the message holds the end of its log. */
+    static final class MemberExitedException extends IOException {
+        private static final long serialVersionUID = 1L;
+
+        MemberExitedException(String message) {
+            super(message);
+        }
     }
 
     /** Whether the etcd binary can be run here. */
@@ -238,7 +263,8 @@ public final class EtcdCluster implements AutoCloseable {
                 process = members.get(index).process;
             }
             if (process == null || !process.isAlive()) {
-                throw new IOException("etcd member " + index + " exited; see " + dir);
+                throw new MemberExitedException(
+                        "etcd member " + index + " exited; the end of its log:\n" + logTail(index));
             }
             String health = get(index, "/health");
             if (health != null && health.contains("\"health\":\"true\"")) {
@@ -247,6 +273,21 @@ public final class EtcdCluster implements AutoCloseable {
             Thread.sleep(50);
         }
         throw new IOException("etcd member " + index + " was not healthy within " + atMost + "; see " + dir);
+    }
+
+    private String logTail(int index) {
+        StringBuilder tail = new StringBuilder();
+        for (String suffix : List.of(".out", ".log")) {
+            Path file = dir.resolve(members.get(index).name + suffix);
+            try {
+                List<String> lines = Files.readAllLines(file);
+                lines.subList(Math.max(0, lines.size() - 8), lines.size())
+                        .forEach(line -> tail.append(line).append('\n'));
+            } catch (IOException e) {
+                // no such file: the member wrote nothing there
+            }
+        }
+        return tail.toString();
     }
 
     private String get(int member, String path) {
@@ -302,10 +343,27 @@ public final class EtcdCluster implements AutoCloseable {
         }
     }
 
-    private static int freePort() throws IOException {
-        try (ServerSocket socket = new ServerSocket(0)) {
-            socket.setReuseAddress(true);
-            return socket.getLocalPort();
+    /**
+     * A port below Linux's ephemeral range (32768 and up), free when tried: a port the kernel hands
+     * out for {@code bind(0)} is also handed to outgoing connections, which can take it before the
+     * member binds it.
+     */
+    private static synchronized int freePort() throws IOException {
+        for (int tries = 0; tries < 500; tries++) {
+            int port = ThreadLocalRandom.current().nextInt(20_000, 32_000);
+            if (!TAKEN.add(port)) {
+                continue;
+            }
+            try (ServerSocket socket = new ServerSocket()) {
+                socket.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), port));
+                return port;
+            } catch (IOException busy) {
+                // in use: try another
+            }
         }
+        throw new IOException("no free loopback port between 20000 and 32000");
     }
+
+    /** Ports handed out in this JVM, never handed out twice. */
+    private static final Set<Integer> TAKEN = new HashSet<>();
 }
