@@ -20,6 +20,12 @@ final class History {
         RELEASE,
         /** The holder was told its grant is gone ({@code onLost}); its completion is when. */
         LOST,
+        /**
+         * The holder's process was killed ({@code SIGKILL}); its completion is when it was gone.
+         * Its grant ends there for its holder, who can do nothing after; the store frees the key
+         * at the lease's expiry.
+         */
+        CRASHED,
         /** A write guarded by the grant's fence at a resource: {@link Result#OK} accepted, {@link Result#REFUSED}. */
         WRITE,
         /** What the store said holds the key: the fence seen (0: nobody). */

@@ -20,7 +20,8 @@ import java.util.stream.Collectors;
  *       write completed carries a greater fence, or the same fence of the same grant (its retry);
  *   <li><b>grants</b>, on a store that kept its data: two grants of one key are never held at once.
  *       A grant is held from its acquire's completion until its holder releases it (the release's
- *       invocation) or is told it is lost ({@code onLost}), else to the end of the history; an
+ *       invocation), is told it is lost ({@code onLost}) or its process dies, else to the end of
+ *       the history; an
  *       overlap up to the stated uncertainty is allowed. All times come from one JVM's monotonic
  *       clock, so there is no skew between processes; the bound covers the time from the lease's
  *       local deadline to the {@code onLost} callback that records it;
@@ -139,7 +140,7 @@ final class HistoryChecker {
             long at;
             if (op.kind() == Kind.RELEASE) {
                 at = op.invokeNanos();
-            } else if (op.kind() == Kind.LOST) {
+            } else if (op.kind() == Kind.LOST || op.kind() == Kind.CRASHED) {
                 at = op.completeNanos();
             } else {
                 continue;

@@ -27,6 +27,12 @@ import javax.sql.DataSource;
  *   <li>{@code NAIVE key leaseMs} → {@code NAIVE got|busy}: the canary lock that trusts this JVM's
  *       clock ({@code fault_naive_lock.expires_at_ms} compared with {@code currentTimeMillis})
  *   <li>{@code CLOCK} → {@code CLOCK epochMs zone}
+ *   <li>{@code PLAIN key} → {@code PLAIN got|busy}: the canary lock with no lease, a row of
+ *       {@code fault_plain_lock} that only its holder deletes
+ *   <li>{@code HANG key tag} → {@code INSIDE}: inside a fenced transaction on {@code key}, writes
+ *       {@code tag} to the guarded row and an effect row to {@code fault_effect}, writes the first
+ *       of two canary steps unfenced (autocommit) to {@code fault_canary}, answers and never
+ *       commits, so that it can be killed mid-transaction
  *   <li>{@code RELEASE key} → {@code RELEASED held|lost}; {@code QUIT}
  * </ul>
  */
@@ -49,7 +55,7 @@ public final class HolderMain {
                     case "ACQUIRE" -> {
                         Lease lease = locks.acquire(LockKey.parse(c[1]), options(c[2], Duration.ofSeconds(10)));
                         held.put(c[1], lease);
-                        io.reply("HELD " + lease.fence() + " " + remaining(lease));
+                        io.reply("HELD " + lease.fence() + " " + remaining(lease) + " " + lease.ownerToken());
                     }
                     case "TRY" -> {
                         Optional<Lease> lease = locks.tryAcquire(LockKey.parse(c[1]), options(c[2], Duration.ZERO));
@@ -59,6 +65,8 @@ public final class HolderMain {
                     }
                     case "WRITE" -> io.reply("WROTE " + write(pool, held.get(c[1]), c[2]));
                     case "NAIVE" -> io.reply("NAIVE " + (naive(pool, c[1], Long.parseLong(c[2])) ? "got" : "busy"));
+                    case "PLAIN" -> io.reply("PLAIN " + (plain(pool, c[1]) ? "got" : "busy"));
+                    case "HANG" -> hang(pool, held.get(c[1]), c[2], io);
                     case "CLOCK" -> io.reply("CLOCK " + System.currentTimeMillis() + " " + ZoneId.systemDefault());
                     case "RELEASE" -> {
                         Lease lease = held.remove(c[1]);
@@ -117,6 +125,60 @@ public final class HolderMain {
             }
         }
         return accepted ? "accepted" : "rejected";
+    }
+
+    /** The canary lock with no lease: a row that only its holder's release would delete. */
+    static boolean plain(DataSource pool, String key) throws Exception {
+        try (Connection connection = pool.getConnection();
+                PreparedStatement take =
+                        connection.prepareStatement("INSERT INTO fault_plain_lock (id, owner) VALUES (?, ?)")) {
+            take.setString(1, key);
+            take.setString(2, String.valueOf(ProcessHandle.current().pid()));
+            take.executeUpdate();
+            if (!connection.getAutoCommit()) {
+                connection.commit();
+            }
+            return true;
+        } catch (java.sql.SQLException taken) {
+            return false;
+        }
+    }
+
+    /** Answers from inside an open fenced transaction and then waits there to be killed. */
+    private static void hang(DataSource pool, Lease lease, String tag, ChildJvm.Io io) throws Exception {
+        Library.fencedWrite(pool, lease, tx -> {
+            try (PreparedStatement update =
+                            tx.prepareStatement("UPDATE fault_account SET owner = ?, fence = ? WHERE id = ?");
+                    PreparedStatement effect =
+                            tx.prepareStatement("INSERT INTO fault_effect (effect, id) VALUES (?, ?)")) {
+                update.setString(1, tag);
+                update.setLong(2, lease.fence());
+                update.setString(3, lease.key().render());
+                update.executeUpdate();
+                effect.setString(1, lease.key().render() + "#" + lease.fence());
+                effect.setString(2, lease.key().render());
+                effect.executeUpdate();
+            }
+            try (Connection canary = pool.getConnection();
+                    PreparedStatement first =
+                            canary.prepareStatement("UPDATE fault_canary SET owner = ? WHERE id = ?")) {
+                first.setString(1, tag);
+                first.setString(2, lease.key().render());
+                first.executeUpdate();
+                if (!canary.getAutoCommit()) {
+                    canary.commit();
+                }
+            }
+            io.reply("INSIDE");
+            try {
+                while (true) {
+                    Thread.sleep(60_000); // the process is killed here; it never gets past this point
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new java.sql.SQLException("interrupted inside the fenced transaction", e);
+            }
+        });
     }
 
     /** The canary lock: expiry written and compared by this JVM's clock. */

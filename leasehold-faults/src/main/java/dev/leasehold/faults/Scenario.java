@@ -29,6 +29,7 @@ public interface Scenario {
                 new CrashedService(),
                 new ClockShift(),
                 new StormAcrossInstances(),
-                new Partition());
+                new Partition(),
+                new KilledHolder());
     }
 }
