@@ -559,10 +559,14 @@ final class Partition implements Scenario {
                 throws InterruptedException {
             Lease lease = acquireOrNull(process, service, key, options, owner);
             if (lease == null) {
-                throw new IllegalStateException(process + " could not take " + key + " with nothing in the way");
+                throw new IllegalStateException(
+                        process + " could not take " + key + " with nothing in the way: " + lastRefusal);
             }
             return lease;
         }
+
+        /** Why the last acquire that returned nothing did, for the message of a failed run. */
+        private volatile String lastRefusal = "";
 
         private Lease acquireOrNull(
                 String process, LockService service, LockKey key, LeaseOptions options, LockOwner owner)
@@ -583,9 +587,13 @@ final class Partition implements Scenario {
                 return lease;
             } catch (LockBusyException e) {
                 history.add(process, Kind.ACQUIRE, key.render(), null, invoked, 0, Result.REFUSED, null, null);
+                lastRefusal = "busy after "
+                        + Duration.ofNanos(History.now() - invoked).toMillis() + " ms";
                 return null;
             } catch (RuntimeException e) {
                 history.add(process, Kind.ACQUIRE, key.render(), null, invoked, 0, Result.UNKNOWN, null, null);
+                lastRefusal = "failed after "
+                        + Duration.ofNanos(History.now() - invoked).toMillis() + " ms: " + e;
                 return null;
             }
         }

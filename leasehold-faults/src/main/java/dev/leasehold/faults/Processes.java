@@ -50,14 +50,28 @@ final class Processes {
         }
     }
 
-    static int freePort() {
-        try (ServerSocket socket = new ServerSocket(0)) {
-            socket.setReuseAddress(true);
-            return socket.getLocalPort();
-        } catch (IOException e) {
-            throw new UncheckedIOException(e);
+    /**
+     * A loopback port below Linux's ephemeral range (32768 and up), free when tried and never
+     * handed out twice by this JVM: a port from {@code bind(0)} comes from the range outgoing
+     * connections use too, and one of them can take it before the server binds it.
+     */
+    static synchronized int freePort() {
+        for (int tries = 0; tries < 500; tries++) {
+            int port = java.util.concurrent.ThreadLocalRandom.current().nextInt(10_000, 20_000);
+            if (!GIVEN.add(port)) {
+                continue;
+            }
+            try (ServerSocket socket = new ServerSocket()) {
+                socket.bind(new java.net.InetSocketAddress(java.net.InetAddress.getLoopbackAddress(), port));
+                return port;
+            } catch (IOException busy) {
+                // in use: another one
+            }
         }
+        throw new UncheckedIOException(new IOException("no free loopback port between 10000 and 20000"));
     }
+
+    private static final java.util.Set<Integer> GIVEN = new java.util.HashSet<>();
 
     /** Whether {@code command --version} runs. */
     static boolean installed(String command) {

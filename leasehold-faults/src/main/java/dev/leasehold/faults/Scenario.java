@@ -30,6 +30,7 @@ public interface Scenario {
                 new ClockShift(),
                 new StormAcrossInstances(),
                 new Partition(),
-                new KilledHolder());
+                new KilledHolder(),
+                new PostgresFailover());
     }
 }

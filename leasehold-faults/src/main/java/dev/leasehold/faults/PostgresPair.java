@@ -1,0 +1,309 @@
+package dev.leasehold.faults;
+
+import com.zaxxer.hikari.HikariConfig;
+import com.zaxxer.hikari.HikariDataSource;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.DriverManager;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
+
+/**
+ * Two PostgreSQL clusters this JVM started on free loopback ports: a primary and a standby made
+ * from it with {@code pg_basebackup}, streaming asynchronously. The scenario kills the standby so
+ * that it misses what follows, kills the primary, starts the standby again and promotes it. As
+ * root the server runs as the {@code postgres} user ({@code setpriv}). Closing kills both and
+ * deletes their data.
+ */
+final class PostgresPair implements AutoCloseable {
+
+    private static final Path BIN_ROOT = Path.of("/usr/lib/postgresql");
+
+    private final Path bin;
+    private final Path dir;
+    private final int primaryPort;
+    private final int standbyPort;
+    private Process primary;
+    private Process standby;
+
+    private PostgresPair(Path bin, Path dir, int primaryPort, int standbyPort) {
+        this.bin = bin;
+        this.dir = dir;
+        this.primaryPort = primaryPort;
+        this.standbyPort = standbyPort;
+    }
+
+    /** The directory of the server's binaries ({@code initdb}, {@code postgres}, {@code pg_basebackup}). */
+    static Optional<Path> binaries() {
+        if (!Files.isDirectory(BIN_ROOT)) {
+            return Optional.empty();
+        }
+        try (Stream<Path> versions = Files.list(BIN_ROOT)) {
+            return versions.map(v -> v.resolve("bin"))
+                    .filter(b -> Files.isExecutable(b.resolve("postgres"))
+                            && Files.isExecutable(b.resolve("initdb"))
+                            && Files.isExecutable(b.resolve("pg_basebackup")))
+                    .max(Comparator.naturalOrder());
+        } catch (IOException e) {
+            return Optional.empty();
+        }
+    }
+
+    /** Starts the primary, copies it to the standby and starts that; both accept connections on return. */
+    static PostgresPair start(Path bin) throws IOException, InterruptedException {
+        Path dir = Files.createTempDirectory("leasehold-pg-pair");
+        PostgresPair pair = new PostgresPair(bin, dir, Processes.freePort(), Processes.freePort());
+        try {
+            pair.init();
+            return pair;
+        } catch (IOException | InterruptedException | RuntimeException e) {
+            pair.close();
+            throw e;
+        }
+    }
+
+    private void init() throws IOException, InterruptedException {
+        owned(dir);
+        run(List.of(
+                bin.resolve("initdb").toString(),
+                "-D",
+                data("primary").toString(),
+                "-A",
+                "trust",
+                "-U",
+                "postgres",
+                "--no-sync",
+                "-E",
+                "UTF8"));
+        Files.writeString(
+                data("primary").resolve("postgresql.conf"),
+                String.join(
+                        "\n",
+                        "",
+                        "listen_addresses = '127.0.0.1'",
+                        "port = " + primaryPort,
+                        "unix_socket_directories = '" + dir + "'",
+                        "wal_level = replica",
+                        "max_wal_senders = 4",
+                        "hot_standby = on",
+                        "max_connections = 40",
+                        "shared_buffers = 16MB",
+                        "fsync = off",
+                        ""),
+                java.nio.file.StandardOpenOption.APPEND);
+        primary = launch("primary");
+        awaitReady(primaryPort, primary);
+        run(List.of(
+                bin.resolve("pg_basebackup").toString(),
+                "-h",
+                "127.0.0.1",
+                "-p",
+                String.valueOf(primaryPort),
+                "-U",
+                "postgres",
+                "-D",
+                data("standby").toString(),
+                "-R",
+                "-X",
+                "stream",
+                "--no-sync"));
+        Files.writeString(
+                data("standby").resolve("postgresql.conf"),
+                "\nport = " + standbyPort + "\n",
+                java.nio.file.StandardOpenOption.APPEND);
+        standby = launch("standby");
+        awaitReady(standbyPort, standby);
+    }
+
+    String primaryUrl() {
+        return url(primaryPort);
+    }
+
+    String standbyUrl() {
+        return url(standbyPort);
+    }
+
+    private static String url(int port) {
+        return "jdbc:postgresql://127.0.0.1:" + port + "/postgres?connectTimeout=2&socketTimeout=10";
+    }
+
+    /** A small pool on {@code url}. */
+    static HikariDataSource pool(String url, String name) {
+        HikariConfig config = new HikariConfig();
+        config.setJdbcUrl(url);
+        config.setUsername("postgres");
+        config.setMaximumPoolSize(4);
+        config.setMinimumIdle(0);
+        config.setPoolName(name);
+        config.setConnectionTimeout(3_000);
+        config.setInitializationFailTimeout(-1);
+        return new HikariDataSource(config);
+    }
+
+    /** Waits until the standby has replayed everything the primary has written so far. */
+    void awaitStandbyCaughtUp(Duration atMost) throws SQLException, InterruptedException {
+        String written = query(primaryPort, "SELECT pg_current_wal_lsn()::text");
+        long deadline = System.nanoTime() + atMost.toNanos();
+        while (System.nanoTime() < deadline) {
+            String behind = query(standbyPort, "SELECT pg_wal_lsn_diff('" + written + "', pg_last_wal_replay_lsn())");
+            if (Double.parseDouble(behind) <= 0) {
+                return;
+            }
+            Thread.sleep(20);
+        }
+        throw new IllegalStateException("the standby did not replay up to " + written + " within " + atMost);
+    }
+
+    /** {@code kill -9} of the standby's postmaster. */
+    void killStandby() {
+        Processes.kill(standby);
+    }
+
+    /** {@code kill -9} of the primary's postmaster. */
+    void killPrimary() {
+        Processes.kill(primary);
+    }
+
+    /** Starts the killed standby again; it recovers what it had and stays a standby. */
+    void restartStandby() throws IOException, InterruptedException {
+        // The killed postmaster's children leave shortly after it; until they have, a new
+        // postmaster refuses the data directory and exits, so it is started again.
+        for (int attempt = 1; ; attempt++) {
+            standby = launch("standby");
+            try {
+                awaitReady(standbyPort, standby);
+                return;
+            } catch (IOException e) {
+                if (standby.isAlive() || attempt == 50) {
+                    throw e;
+                }
+                Thread.sleep(100);
+            }
+        }
+    }
+
+    /** Promotes the standby and waits until it takes writes. */
+    void promoteStandby() throws SQLException {
+        String promoted = query(standbyPort, "SELECT pg_promote(true, 30)");
+        if (!"t".equals(promoted) && !"true".equals(promoted)) {
+            throw new IllegalStateException("the standby was not promoted within 30 s: " + promoted);
+        }
+    }
+
+    private String query(int port, String sql) throws SQLException {
+        try (Connection connection = DriverManager.getConnection(url(port), "postgres", "");
+                Statement statement = connection.createStatement();
+                ResultSet row = statement.executeQuery(sql)) {
+            row.next();
+            return row.getString(1);
+        }
+    }
+
+    private Path data(String name) {
+        return dir.resolve(name);
+    }
+
+    private Process launch(String name) throws IOException {
+        return new ProcessBuilder(as(List.of(
+                        bin.resolve("postgres").toString(), "-D", data(name).toString())))
+                .redirectErrorStream(true)
+                .redirectOutput(ProcessBuilder.Redirect.appendTo(
+                        dir.resolve(name + ".log").toFile()))
+                .start();
+    }
+
+    private void awaitReady(int port, Process process) throws InterruptedException, IOException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        SQLException last = null;
+        while (System.nanoTime() < deadline) {
+            if (!process.isAlive()) {
+                throw new IOException("PostgreSQL on port " + port + " exited; see " + dir);
+            }
+            try (Connection connection = DriverManager.getConnection(url(port), "postgres", "")) {
+                if (connection.isValid(2)) {
+                    return;
+                }
+            } catch (SQLException e) {
+                last = e;
+                Thread.sleep(50);
+            }
+        }
+        throw new IOException(
+                "PostgreSQL on port " + port + " did not accept connections within 60 s; see " + dir, last);
+    }
+
+    private void run(List<String> command) throws IOException, InterruptedException {
+        Process process = new ProcessBuilder(as(command))
+                .redirectErrorStream(true)
+                .redirectOutput(ProcessBuilder.Redirect.appendTo(
+                        dir.resolve("setup.log").toFile()))
+                .start();
+        if (!process.waitFor(120, TimeUnit.SECONDS) || process.exitValue() != 0) {
+            process.destroyForcibly();
+            throw new IOException(command.get(0) + " failed; see " + dir.resolve("setup.log") + ":\n"
+                    + String.join("\n", tail(dir.resolve("setup.log"))));
+        }
+    }
+
+    private static List<String> tail(Path file) {
+        try {
+            List<String> lines = Files.readAllLines(file);
+            return lines.subList(Math.max(0, lines.size() - 10), lines.size());
+        } catch (IOException e) {
+            return List.of("(unreadable)");
+        }
+    }
+
+    /** As root the server must run as another user: {@code postgres}, which then owns the data. */
+    private static boolean root() {
+        return "root".equals(System.getProperty("user.name"));
+    }
+
+    private static List<String> as(List<String> command) {
+        if (!root()) {
+            return command;
+        }
+        List<String> wrapped =
+                new ArrayList<>(List.of("setpriv", "--reuid=postgres", "--regid=postgres", "--init-groups", "--"));
+        wrapped.addAll(command);
+        return wrapped;
+    }
+
+    private static void owned(Path dir) throws IOException, InterruptedException {
+        if (!root()) {
+            return;
+        }
+        Process chown = new ProcessBuilder("chown", "postgres:postgres", dir.toString())
+                .redirectErrorStream(true)
+                .start();
+        chown.getInputStream().readAllBytes();
+        if (!chown.waitFor(30, TimeUnit.SECONDS) || chown.exitValue() != 0) {
+            throw new IOException("could not give " + dir + " to the postgres user");
+        }
+    }
+
+    @Override
+    public void close() {
+        for (Process process : new Process[] {primary, standby}) {
+            if (process != null && process.isAlive()) {
+                Processes.kill(process);
+            }
+        }
+        try (Stream<Path> files = Files.walk(dir)) {
+            files.sorted(Comparator.reverseOrder())
+                    .forEach(path -> path.toFile().delete());
+        } catch (IOException e) {
+            // a temporary directory left behind is harmless
+        }
+    }
+}
