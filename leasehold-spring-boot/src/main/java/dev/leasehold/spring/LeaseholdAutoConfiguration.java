@@ -241,6 +241,39 @@ public class LeaseholdAutoConfiguration {
         }
     }
 
+    /** Deleting the SQL lease store's ended rows, when the lease store is the SQL one. */
+    @Configuration(proxyBeanMethods = false)
+    @ConditionalOnClass(name = "dev.leasehold.jdbc.JdbcLeaseStore")
+    @ConditionalOnProperty(
+            prefix = "leasehold.jdbc.housekeeping",
+            name = "enabled",
+            havingValue = "true",
+            matchIfMissing = true)
+    static class HousekeepingConfiguration {
+
+        @Bean
+        LeaseRowHousekeeping leaseholdLeaseRowHousekeeping(
+                LeaseStore store,
+                LeaseholdProperties properties,
+                ObjectProvider<org.springframework.scheduling.TaskScheduler> schedulers) {
+            return new LeaseRowHousekeeping(
+                    store, properties.getJdbc().getHousekeeping(), () -> ownOrShared(schedulers, "leasehold-rows-"));
+        }
+    }
+
+    /** The application's one task scheduler, else a daemon one of Leasehold's own. */
+    static org.springframework.scheduling.TaskScheduler ownOrShared(
+            ObjectProvider<org.springframework.scheduling.TaskScheduler> schedulers, String threadPrefix) {
+        return schedulers.getIfUnique(() -> {
+            org.springframework.scheduling.concurrent.ThreadPoolTaskScheduler own =
+                    new org.springframework.scheduling.concurrent.ThreadPoolTaskScheduler();
+            own.setThreadNamePrefix(threadPrefix);
+            own.setDaemon(true);
+            own.initialize();
+            return own;
+        });
+    }
+
     /**
      * Delayed retries (S2.10): a {@link RetryQueue} on RabbitMQ or in the database, and the retries
      * over it. Delivery starts only when a bean has a RETRY_LATER method or {@code
@@ -391,16 +424,7 @@ public class LeaseholdAutoConfiguration {
                 LeaseholdProperties properties,
                 ObjectProvider<org.springframework.scheduling.TaskScheduler> schedulers) {
             return new IdempotencyPurge(
-                    records,
-                    properties.getIdempotency().getPurge(),
-                    () -> schedulers.getIfUnique(() -> {
-                        org.springframework.scheduling.concurrent.ThreadPoolTaskScheduler own =
-                                new org.springframework.scheduling.concurrent.ThreadPoolTaskScheduler();
-                        own.setThreadNamePrefix("leasehold-purge-");
-                        own.setDaemon(true);
-                        own.initialize();
-                        return own;
-                    }));
+                    records, properties.getIdempotency().getPurge(), () -> ownOrShared(schedulers, "leasehold-purge-"));
         }
 
         @Bean

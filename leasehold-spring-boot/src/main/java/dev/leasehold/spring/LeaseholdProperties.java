@@ -78,6 +78,19 @@ public class LeaseholdProperties implements Validator {
                     "leasehold.jdbc.flyway.table",
                     "leasehold.jdbc.flyway.table must be a plain SQL name, was " + p.jdbc.flyway.table);
         }
+        Housekeeping housekeeping = p.jdbc.housekeeping;
+        positive(errors, "jdbc.housekeeping.interval", housekeeping.interval);
+        if (housekeeping.retention == null || housekeeping.retention.compareTo(Duration.ofMinutes(1)) < 0) {
+            errors.reject(
+                    "leasehold.jdbc.housekeeping.retention",
+                    "leasehold.jdbc.housekeeping.retention must be at least PT1M, was " + housekeeping.retention);
+        }
+        if (housekeeping.batchSize < 1 || housekeeping.batchSize > 10_000) {
+            errors.reject(
+                    "leasehold.jdbc.housekeeping.batch-size",
+                    "leasehold.jdbc.housekeeping.batch-size must be between 1 and 10000, was "
+                            + housekeeping.batchSize);
+        }
         positive(errors, "idempotency.stale-after", p.idempotency.staleAfter);
         positive(errors, "idempotency.retention", p.idempotency.retention);
         if (p.idempotency.header == null || p.idempotency.header.isBlank()) {
@@ -426,8 +439,14 @@ public class LeaseholdProperties implements Validator {
 
         private final Flyway flyway = new Flyway();
 
+        private final Housekeeping housekeeping = new Housekeeping();
+
         public Flyway getFlyway() {
             return flyway;
+        }
+
+        public Housekeeping getHousekeeping() {
+            return housekeeping;
         }
 
         public SchemaInitialization getInitializeSchema() {
@@ -436,6 +455,50 @@ public class LeaseholdProperties implements Validator {
 
         public void setInitializeSchema(SchemaInitialization initializeSchema) {
             this.initializeSchema = initializeSchema;
+        }
+    }
+
+    /** Deleting the SQL lease store's ended rows. */
+    public static class Housekeeping {
+        /** Whether ended lease rows and queue places are deleted (on the SQL lease store only). */
+        private boolean enabled = true;
+        /** How often it runs. */
+        private Duration interval = Duration.ofMinutes(5);
+        /** How long after its lease ended a row is kept; at least one minute. */
+        private Duration retention = Duration.ofHours(1);
+        /** How many rows one statement deletes at most (1 to 10000); a run repeats until fewer are left. */
+        private int batchSize = 1000;
+
+        public boolean isEnabled() {
+            return enabled;
+        }
+
+        public void setEnabled(boolean enabled) {
+            this.enabled = enabled;
+        }
+
+        public Duration getInterval() {
+            return interval;
+        }
+
+        public void setInterval(Duration interval) {
+            this.interval = interval;
+        }
+
+        public Duration getRetention() {
+            return retention;
+        }
+
+        public void setRetention(Duration retention) {
+            this.retention = retention;
+        }
+
+        public int getBatchSize() {
+            return batchSize;
+        }
+
+        public void setBatchSize(int batchSize) {
+            this.batchSize = batchSize;
         }
     }
 
