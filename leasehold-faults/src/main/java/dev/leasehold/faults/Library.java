@@ -21,6 +21,7 @@ import io.lettuce.core.RedisURI;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;
+import java.util.List;
 import java.util.Objects;
 import javax.sql.DataSource;
 
@@ -84,6 +85,24 @@ final class Library {
                     client::shutdown);
         } catch (RuntimeException e) {
             client.shutdown();
+            throw e;
+        }
+    }
+
+    /** An etcd lease store of its own client on {@code endpoints}, keys under {@code prefix}. */
+    static Store etcdStore(List<String> endpoints, String prefix) {
+        io.etcd.jetcd.Client client = io.etcd.jetcd.Client.builder()
+                .endpoints(endpoints.toArray(String[]::new))
+                .build();
+        try {
+            return new Store(
+                    dev.leasehold.etcd.EtcdLeaseStore.builder(client)
+                            .keyPrefix(prefix)
+                            .timeout(Duration.ofSeconds(1))
+                            .build(),
+                    client::close);
+        } catch (RuntimeException e) {
+            client.close();
             throw e;
         }
     }

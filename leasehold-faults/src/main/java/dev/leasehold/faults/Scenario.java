@@ -31,6 +31,7 @@ public interface Scenario {
                 new StormAcrossInstances(),
                 new Partition(),
                 new KilledHolder(),
-                new PostgresFailover());
+                new PostgresFailover(),
+                new EtcdFaults());
     }
 }
