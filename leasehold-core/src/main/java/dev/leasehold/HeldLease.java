@@ -41,9 +41,9 @@ final class HeldLease {
     private static final Status HELD = new Status(State.HELD, null);
     private static final Status RELEASED = new Status(State.RELEASED, null);
 
-    private final LeaseEngine engine;
-    final LeaseEngine.HolderKey holderKey;
-    final LeaseEngine.HolderSlot slot;
+    private final LeaseHost host;
+    final HolderSlots.HolderKey holderKey;
+    final HolderSlots.HolderSlot slot;
     final LockKey key;
     final String token;
     final long fence;
@@ -61,14 +61,14 @@ final class HeldLease {
     private volatile Future<?> renewalInFlight;
 
     HeldLease(
-            LeaseEngine engine,
-            LeaseEngine.HolderKey holderKey,
-            LeaseEngine.HolderSlot slot,
+            LeaseHost host,
+            HolderSlots.HolderKey holderKey,
+            HolderSlots.HolderSlot slot,
             String token,
             LeaseOptions options,
             Grant grant,
             long requestSentNanos) {
-        this.engine = engine;
+        this.host = host;
         this.holderKey = holderKey;
         this.slot = slot;
         this.key = holderKey.key();
@@ -104,16 +104,16 @@ final class HeldLease {
             // lease time (a store that hands a waiter the key for the rest of its queue place)
             // becomes a full lease in time. Later ones (and retries) keep the lease/3 period.
             firstRenewalArmed = true;
-            delay = Math.min(delay, Math.max(1, (deadlineNanos - engine.ticker.nanos()) / 2));
+            delay = Math.min(delay, Math.max(1, (deadlineNanos - host.nanos()) / 2));
         }
-        renewalDue = engine.leaseTimer.schedule(this::renewalFallsDue, delay);
+        renewalDue = host.schedule(this::renewalFallsDue, delay);
         if (status.get().state() != State.HELD) {
             cancelTasks(false);
         }
     }
 
     private void scheduleExpiryWatch() {
-        expiryWatch = engine.leaseTimer.schedule(this::checkExpiry, deadlineNanos - engine.ticker.nanos());
+        expiryWatch = host.schedule(this::checkExpiry, deadlineNanos - host.nanos());
     }
 
     /** On the timer: hand the renewal to a worker; never call the store here. */
@@ -122,7 +122,7 @@ final class HeldLease {
             return;
         }
         try {
-            renewalInFlight = engine.renewals.submit(this::renew);
+            renewalInFlight = host.submitRenewal(this::renew);
         } catch (RejectedExecutionException e) {
             // The service is closing.
         }
@@ -136,7 +136,7 @@ final class HeldLease {
         if (status.get().state() != State.HELD) {
             return;
         }
-        if (deadlineNanos - engine.ticker.nanos() > 0) {
+        if (deadlineNanos - host.nanos() > 0) {
             scheduleExpiryWatch();
         } else {
             markLost(
@@ -151,15 +151,15 @@ final class HeldLease {
         if (status.get().state() != State.HELD) {
             return;
         }
-        long sent = engine.ticker.nanos();
+        long sent = host.nanos();
         Optional<Grant> grant;
         try {
-            grant = engine.store.renew(key, token, options.leaseFor());
+            grant = host.renew(key, token, options.leaseFor());
         } catch (Throwable e) {
             if (status.get().state() != State.HELD) {
                 return; // released or lost meanwhile: the reply no longer matters
             }
-            engine.emit(event(LeaseEventType.RENEWAL_FAILED, Duration.ZERO, "renewal failed", e));
+            host.emit(event(LeaseEventType.RENEWAL_FAILED, Duration.ZERO, "renewal failed", e));
             if (e instanceof VirtualMachineError error) {
                 throw error;
             }
@@ -177,15 +177,15 @@ final class HeldLease {
             markLost("the store reports this owner no longer holds the key (expired or taken over)");
             return;
         }
-        if (deadlineNanos - engine.ticker.nanos() <= 0) {
+        if (deadlineNanos - host.nanos() <= 0) {
             // Not provably held for a moment: once isHeld() said false, it stays false.
             markLost("the renewal was confirmed only after the local deadline");
             return;
         }
         deadlineNanos = Math.max(deadlineNanos, sent + grant.get().remaining().toNanos());
         validUntil = grant.get().expiresAt();
-        if (engine.listening) {
-            engine.emit(event(LeaseEventType.RENEWED, Duration.ZERO, null, null));
+        if (host.listening()) {
+            host.emit(event(LeaseEventType.RENEWED));
         }
         scheduleRenewal();
     }
@@ -206,8 +206,8 @@ final class HeldLease {
             }
         }
         cancelTasks(true);
-        engine.runCallback(() -> {
-            engine.emit(event(LeaseEventType.LOST, heldFor(), reason, null));
+        host.runCallback(() -> {
+            host.emit(event(LeaseEventType.LOST, heldFor(), reason));
             log.warn("lease on {} (fence {}, owner {}) lost: {}", key, fence, LockOwner.abbreviate(token), reason);
             for (LostCallback callback : lostCallbacks) {
                 callback.run(lost.cause());
@@ -252,7 +252,7 @@ final class HeldLease {
     }
 
     boolean isHeld() {
-        return status.get().state() == State.HELD && deadlineNanos - engine.ticker.nanos() > 0;
+        return status.get().state() == State.HELD && deadlineNanos - host.nanos() > 0;
     }
 
     LeaseLostException lostException() {
@@ -280,22 +280,22 @@ final class HeldLease {
         }
         Status previous = status.getAndSet(RELEASED);
         cancelTasks(false);
-        engine.forget(this);
+        host.forget(this);
         String detail = previous.state() == State.LOST ? "released after the lease was lost" : null;
         try {
-            if (!engine.storeRelease(key, token) && detail == null) {
+            if (!host.release(key, token) && detail == null) {
                 detail = "the store no longer had this owner at release";
             }
         } catch (RuntimeException | Error e) {
-            engine.emit(
+            host.emit(
                     event(LeaseEventType.RELEASED, heldFor(), "store release failed; the lease ends at its expiry", e));
-            engine.wake(key);
+            host.wake(key);
             throw e;
         }
-        if (engine.listening) {
-            engine.emit(event(LeaseEventType.RELEASED, heldFor(), detail, null));
+        if (host.listening()) {
+            host.emit(event(LeaseEventType.RELEASED, heldFor(), detail));
         }
-        engine.wake(key);
+        host.wake(key);
     }
 
     /** Ends the lease when the service closes: no events to callers; the caller releases it in the store. */
@@ -310,20 +310,21 @@ final class HeldLease {
     }
 
     private Duration heldFor() {
-        return Duration.ofNanos(Math.max(0, engine.ticker.nanos() - acquiredNanos));
+        return Duration.ofNanos(Math.max(0, host.nanos() - acquiredNanos));
+    }
+
+    /** An event of this lease with nothing more to say than its type. */
+    LeaseEvent event(LeaseEventType type) {
+        return event(type, Duration.ZERO, null, null);
+    }
+
+    LeaseEvent event(LeaseEventType type, Duration held, String detail) {
+        return event(type, held, detail, null);
     }
 
     LeaseEvent event(LeaseEventType type, Duration held, String detail, Throwable failure) {
-        return new LeaseEvent(
-                type,
-                key,
-                engine.store.name(),
-                LockOwner.abbreviate(token),
-                fence,
-                Duration.ZERO,
-                held,
-                detail,
-                failure);
+        return LeaseEvent.ofLease(
+                type, key, host.storeName(), LockOwner.abbreviate(token), fence, held, detail, failure);
     }
 
     Lease newHandle() {

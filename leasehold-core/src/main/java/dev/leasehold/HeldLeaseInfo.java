@@ -4,7 +4,7 @@ import java.time.Duration;
 
 /**
  * A lease held through one {@link LockService}, as that service sees it: for operators and for the
- * stale-lease scan (S2.15), which looks for leases held far longer than their lease time (a stuck
+ * stale-lease scan, which looks for leases held far longer than their lease time (a stuck
  * holder kept alive by renewal). Immutable; the owner is abbreviated.
  *
  * @param key the key

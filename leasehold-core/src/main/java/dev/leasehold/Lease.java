@@ -6,23 +6,17 @@ import java.util.function.Consumer;
 /**
  * A held lease on one key: what {@link LockService} hands to the holder. Closing it releases this
  * hold (try-with-resources); the key is released in the store when the last hold of the same owner
- * is closed (re-entry, seed feature S2.7).
+ * is closed (re-entry).
  *
  * <p>Guarantees: while the store is reachable, at most one owner holds a key at a time. A lease can
  * still be lost while its holder is paused (GC, VM stop), so:
  *
  * <ul>
- *   <li>{@link #fence()} grows strictly with every new holder of the key (B1); pass it to guarded
+ *   <li>{@link #fence()} grows strictly with every new holder of the key; pass it to guarded
  *       writes so a former holder's late write is rejected;
  *   <li>{@link #isHeld()} turns false, and {@link #onLost} callbacks run, as soon as the engine
- *       learns the lease is gone (a renewal finds it taken over: {@code
- *       LeaseEngineTest.LossSignal#aRenewalThatFindsTheKeyTakenOverSignalsLossAtOnce}; a
- *       force-release is announced: {@code LeaseEngineTest.ForceRelease}) and at the latest at
- *       the local deadline, whatever the store does (B4; {@code
- *       LeaseEngineTest.LossSignal#onLostFiresAtTheLocalExpiryWhileEveryRenewalHangs}, {@code
- *       #isHeldTurnsFalseAtTheLocalDeadlineEvenBeforeTheExpiryWatchRuns}, {@code
- *       LeaseEngineScheduleTest#renewalsFallDueEveryThirdOfTheLeaseAndARenewedLeaseIsLostAtItsNewDeadline},
- *       {@code RedisPausedTest}).
+ *       learns the lease is gone (a renewal finds it taken over, a force-release is announced)
+ *       and at the latest at the local deadline, whatever the store does.
  * </ul>
  *
  * <p>Thread-safe. Each handle may be closed once; closing it again is an {@link
@@ -64,16 +58,14 @@ public interface Lease extends AutoCloseable {
 
     /**
      * Registers a callback run once when the lease is lost (on a callback thread of the service; at
-     * once, on the calling thread, if it is already lost), with the cause, never null ({@code
-     * LeaseEngineTest.LossSignal#theLostCauseIsNeverNullEvenWhenTheCallbackRacesTheLoss}). It is not run when the lease is released normally. A
-     * callback that throws is logged and ignored.
+     * once, on the calling thread, if it is already lost), with the cause, never null. It is not
+     * run when the lease is released normally. A callback that throws is logged and ignored.
      */
     void onLost(Consumer<LeaseLostException> callback);
 
     /**
      * Releases this hold. The last hold releases the key in the store at once, never waiting for a
-     * renewal in flight, whose late reply is then dropped ({@code
-     * LeaseEngineTest.LossSignal#closeNeverWaitsForARenewalInFlightAndTheLateReplySeesReleased}).
+     * renewal in flight, whose late reply is then dropped.
      *
      * @throws IllegalStateException if this handle was already closed
      * @throws LeaseStoreException if the store could not be told; the lease then ends at its expiry

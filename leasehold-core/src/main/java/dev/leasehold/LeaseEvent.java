@@ -37,4 +37,37 @@ public record LeaseEvent(
         waited = waited == null ? Duration.ZERO : waited;
         held = held == null ? Duration.ZERO : held;
     }
+
+    /** A caller gave up on a busy key after {@code waited} (zero for a try that did not wait). */
+    static LeaseEvent busy(LockKey key, String store, Duration waited) {
+        return new LeaseEvent(LeaseEventType.BUSY, key, store, null, 0, waited, null, null, null);
+    }
+
+    /** A caller found the key busy and waits for it. */
+    static LeaseEvent waiting(LockKey key, String store) {
+        return new LeaseEvent(LeaseEventType.WAITING, key, store, null, 0, Duration.ZERO, null, null, null);
+    }
+
+    /** A new grant, after the caller waited {@code waited} for it. */
+    static LeaseEvent acquired(LockKey key, String store, String owner, long fence, Duration waited) {
+        return new LeaseEvent(LeaseEventType.ACQUIRED, key, store, owner, fence, waited, null, null, null);
+    }
+
+    /** An operator removed the lease on the key, whoever held it. */
+    static LeaseEvent forceReleased(LockKey key, String store, String detail) {
+        return new LeaseEvent(LeaseEventType.FORCE_RELEASED, key, store, null, 0, Duration.ZERO, null, detail, null);
+    }
+
+    /** Something that happened to a granted lease: re-entered, renewed, lost, released. */
+    static LeaseEvent ofLease(
+            LeaseEventType type,
+            LockKey key,
+            String store,
+            String owner,
+            long fence,
+            Duration held,
+            String detail,
+            Throwable failure) {
+        return new LeaseEvent(type, key, store, owner, fence, Duration.ZERO, held, detail, failure);
+    }
 }

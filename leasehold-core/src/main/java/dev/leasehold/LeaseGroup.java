@@ -5,8 +5,7 @@ import java.util.Collections;
 import java.util.List;
 
 /**
- * The leases of one batch, taken in sorted key order by {@link LockService#acquireAll} (seed feature
- * S2.8). Closing the group releases every lease in reverse order; a failure to release one does
+ * The leases of one batch, taken in sorted key order by {@link LockService#acquireAll}. Closing the group releases every lease in reverse order; a failure to release one does
  * not stop the others. Thread-safe; close it once.
  */
 public final class LeaseGroup implements AutoCloseable {

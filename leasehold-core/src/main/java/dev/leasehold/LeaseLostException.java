@@ -3,7 +3,7 @@ package dev.leasehold;
 /**
  * Signals that a lease is no longer held although its holder has not released it: it expired
  * because renewal failed or was off, the store reports another owner, or an operator force-released
- * it (feature B4). Work done under the lease must stop; writes that must not race the next holder
+ * it. Work done under the lease must stop; writes that must not race the next holder
  * should be guarded by the lease's fence.
  */
 public class LeaseLostException extends LeaseholdException {

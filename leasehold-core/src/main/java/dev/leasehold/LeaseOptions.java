@@ -6,7 +6,7 @@ import java.util.Objects;
 /**
  * How one lease is asked for: how long the store grants it ({@code leaseFor}), how long a caller
  * waits for a busy key ({@code waitFor}, zero means "never wait", the HTTP 409 style), and whether
- * the engine renews the lease while it is held (the watchdog of seed feature S2.9).
+ * the engine renews the lease while it is held (the watchdog).
  *
  * <p>Immutable and thread-safe. Built with {@link #builder()}, which rejects bad values eagerly
  * with the value in the message.
@@ -63,10 +63,8 @@ public final class LeaseOptions {
     }
 
     /**
-     * Whether the engine renews the lease every {@code leaseFor / 3} while it is held ({@code
-     * LeaseEngineScheduleTest#renewalsFallDueEveryThirdOfTheLeaseAndARenewedLeaseIsLostAtItsNewDeadline};
-     * the first renewal comes sooner when the store grants less than {@code leaseFor}: {@code
-     * LeaseEngineTest.LossSignal#aGrantShorterThanItsLeaseTimeIsRenewedBeforeItsDeadline}).
+     * Whether the engine renews the lease every {@code leaseFor / 3} while it is held; the first
+     * renewal comes sooner when the store grants less than {@code leaseFor}.
      */
     public boolean renewal() {
         return renewal;

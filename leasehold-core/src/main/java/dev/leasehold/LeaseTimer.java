@@ -17,9 +17,9 @@ import org.slf4j.LoggerFactory;
  * task, so a wake-up of its thread, at nearly every acquire, and a removal at every release; here
  * an acquire adds an entry to a sorted set, and the alarm is set again only when the new entry is
  * due before it. A cancelled entry leaves the set at once; the alarm stays set, and when it rings
- * it runs what is due and is set for the earliest entry left, or not at all when none is left
- * ({@code LeaseEngineScheduleTest#nothingIsLeftBehindOnceNothingIsHeld}). Entries run on the timer
- * thread in due order and, like timer tasks, only decide: they never call the store.
+ * it runs what is due and is set for the earliest entry left, or not at all when none is left.
+ * Entries run on the timer thread in due order and, like timer tasks, only decide: they never call
+ * the store.
  */
 final class LeaseTimer {
 
@@ -84,8 +84,7 @@ final class LeaseTimer {
                 return;
             }
             // The new alarm first: if the timer refuses or fails, the alarm that is set stays set
-            // (cancelled first, the entries after it would wait for an alarm that never rings;
-            // LeaseTimerTest#aTimerThatFailsOnceToSetTheAlarmLeavesEveryOtherLeaseRenewed).
+            // (cancelled first, the entries after it would wait for an alarm that never rings).
             long mine = generation + 1;
             ScheduledFuture<?> next;
             try {
@@ -132,7 +131,7 @@ final class LeaseTimer {
                     first.task.run();
                 } catch (RuntimeException | Error e) {
                     // Whatever one lease's work throws, the others' still run and the alarm is set
-                    // again (LeaseTimerTest#anEntryThatThrowsAnErrorDoesNotStopTheEntriesAfterIt).
+                    // again.
                     log.warn("a lease's timed work failed; ignored", e);
                 }
             }

@@ -4,7 +4,7 @@ import java.time.Duration;
 
 /**
  * Thrown when a key stays held by another owner for the whole wait time: the resource is being
- * processed elsewhere and the caller should retry later (seed feature S2.4). Busy is an ordinary
+ * processed elsewhere and the caller should retry later. Busy is an ordinary
  * outcome; {@code tryAcquire} reports it as an empty result instead.
  */
 public class LockBusyException extends LeaseholdException {

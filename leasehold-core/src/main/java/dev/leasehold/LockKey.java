@@ -11,7 +11,7 @@ import java.util.Optional;
  * rendered once as {@code namespace[:tenant]:id[:id...]} (for example {@code borrow:t42:B20240315001}).
  *
  * <p>A key is validated when it is built, so a lock can never be taken on an empty or malformed
- * name (seed feature S2.3): every part must be present and non-blank, free of control characters and
+ * name: every part must be present and non-blank, free of control characters and
  * white space, and free of the reserved characters {@code :} (the separator) and <code>{ }</code>
  * (used by stores for hash tags). The rendered key may be at most {@value #MAX_LENGTH} characters.
  * A violation is an {@link IllegalArgumentException} that names the offending part.

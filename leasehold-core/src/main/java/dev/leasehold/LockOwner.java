@@ -8,7 +8,7 @@ import java.util.regex.Pattern;
 /**
  * An explicit owner of leases, for code where "the current thread" is not the owner: asynchronous
  * work, a request processed across threads, or a request that must take a lease under the token it
- * already has (a retried request re-entering its own session lease, seed feature S1.1).
+ * already has (a retried request re-entering its own session lease).
  *
  * <p>Two owners are the same if their tokens are equal. The token is a secret of the holder: it is
  * what the store compares before it renews or releases, so {@link #toString()} shows only its first

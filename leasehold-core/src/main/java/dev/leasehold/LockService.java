@@ -14,23 +14,17 @@ import java.util.concurrent.ScheduledExecutorService;
  *
  * <p>Guarantees, while the store is reachable: at most one owner holds a key at a time; every new
  * holder gets a greater {@linkplain Lease#fence() fence}; a lease renewed by the watchdog stays held
- * until released ({@code LeaseEngineTest.LossSignal#aRenewedLeaseStaysHeldPastItsFirstLease}), and
- * a lease that is lost is reported through {@link Lease#isHeld()} and {@link Lease#onLost} by its
- * local deadline, whatever the store does ({@code
- * LeaseEngineTest.LossSignal#onLostFiresAtTheLocalExpiryWhileEveryRenewalHangs}, {@code
- * RedisPausedTest}). Busy is a result ({@link #tryAcquire} returns empty) or, after waiting, a
- * {@link LockBusyException}; a waiting acquire never waits past its wait time, also when the store
- * stops answering ({@code LeaseEngineTest.Waiting#aWaitingAcquireNeverOutlastsItsWaitWhenTheStoreHangs}),
- * or when it waits behind others in the queue ({@code
- * LeaseEngineScheduleTest#inFairModeOnlyTheHeadAsksTheStoreAndAQueuedWaiterGivesUpAtItsOwnBound});
- * store failures are {@link LeaseStoreException}s naming the key.
+ * until released, and a lease that is lost is reported through {@link Lease#isHeld()} and {@link
+ * Lease#onLost} by its local deadline, whatever the store does. Busy is a result ({@link
+ * #tryAcquire} returns empty) or, after waiting, a {@link LockBusyException}; a waiting acquire
+ * never waits past its wait time, also when the store stops answering or when it waits behind
+ * others in the queue; store failures are {@link LeaseStoreException}s naming the key.
  *
  * <p>Owners: without an explicit {@link LockOwner}, the current thread owns the lease, and the same
  * thread acquiring the same key again re-enters it (one fence, a hold count); see {@link
  * Builder#reentrant} for why that is the default and when to turn it off. Asynchronous code passes
  * a {@link LockOwner} instead. Each grant is known to the store by a token of its own, so two
- * processes sharing one owner token never both hold a key ({@code LeaseOwnersTest}, and the
- * conformance suite on every store).
+ * processes sharing one owner token never both hold a key.
  *
  * <p>Thread-safe. Build one per store with {@link #builder(LeaseStore)} and share it; close it on
  * shutdown.
@@ -43,7 +37,7 @@ public interface LockService extends AutoCloseable {
     }
 
     /**
-     * Takes the key for the current thread if it is free, never waiting (the HTTP 409 style, S1.12).
+     * Takes the key for the current thread if it is free, never waiting (the HTTP 409 style).
      *
      * @return the lease, or empty if another owner holds the key
      * @throws LeaseStoreException if the store fails
@@ -71,14 +65,13 @@ public interface LockService extends AutoCloseable {
     /**
      * Takes every key, in sorted order so that two batches never deadlock, sharing one wait time;
      * all or nothing: if one key cannot be had, the ones already taken are released before the
-     * failure is thrown (S2.8). Duplicate keys are taken once.
+     * failure is thrown. Duplicate keys are taken once.
      *
      * <p>The first attempt asks the store for every key in one call ({@link
      * dev.leasehold.spi.LeaseStore#tryAcquireAll}): on Redis, keys that share a {@linkplain
-     * LockKey#withHashTag hash tag} are then ONE script, atomically all or nothing ({@code
-     * RedisClusterConformanceTest.aBatchOfTenKeysWithOneHashTagThroughTheLockServiceIsOneScriptCall}).
-     * If a key is busy and the options allow a wait, the keys are then taken one by one in sorted
-     * order, each waited for as {@link #acquire} waits ({@code LeaseEngineOneCallBatchTest}).
+     * LockKey#withHashTag hash tag} are then ONE script, atomically all or nothing. If a key is
+     * busy and the options allow a wait, the keys are then taken one by one in sorted order, each
+     * waited for as {@link #acquire} waits.
      *
      * @throws LockBusyException naming the key that could not be had
      * @throws IllegalArgumentException if there are no keys
@@ -119,7 +112,7 @@ public interface LockService extends AutoCloseable {
     Optional<LeaseInfo> inspect(LockKey key);
 
     /**
-     * Removes the lease on the key whoever holds it: an operator's tool for a stuck lock (S2.15).
+     * Removes the lease on the key whoever holds it: an operator's tool for a stuck lock.
      * The holder sees its lease lost; the next holder gets a greater fence. Emits {@link
      * LeaseEventType#FORCE_RELEASED} with the reason.
      *
@@ -173,11 +166,9 @@ public interface LockService extends AutoCloseable {
 
         /**
          * Whether waiters in this JVM get a key in arrival order (default {@code true}): a newcomer,
-         * also one calling {@code tryAcquire}, does not overtake a waiter already queued for the key
-         * ({@code LeaseEngineTest.Waiting#waitersInOneProcessAreServedInArrivalOrder}, {@code
-         * #aNewcomerDoesNotOvertakeAQueuedWaiter}, {@code #aHeadWaiterThatLeavesPassesItsTurn}).
-         * Without it a release wakes every waiter and each tries ({@code
-         * LeaseEngineScheduleTest#withoutFairnessAReleaseWakesEveryWaiterAndEachTries}).
+         * also one calling {@code tryAcquire}, does not overtake a waiter already queued for the
+         * key, and a head waiter that gives up passes its turn on. Without it a release wakes every
+         * waiter and each tries.
          */
         public Builder fair(boolean fair) {
             this.fair = fair;
@@ -186,7 +177,7 @@ public interface LockService extends AutoCloseable {
 
         /**
          * Whether an owner acquiring a key it already holds re-enters its lease (default {@code
-         * true}): one fence, a hold count, released at count zero (S2.7).
+         * true}): one fence, a hold count, released at count zero.
          *
          * <p>Without an explicit {@link LockOwner} the owner is the current thread, which is what
          * nested methods locking the same key need (a {@code @Locked} method calling another one
@@ -195,8 +186,7 @@ public interface LockService extends AutoCloseable {
          * callback, say) would be re-entered by the next task on that thread. Code running tasks
          * on pooled threads passes a {@link LockOwner} per task, or builds its service with {@code
          * reentrant(false)}: then every acquisition is a holder of its own, and a key already held
-         * through this service is busy to every other acquisition, whoever makes it. Proved by
-         * {@code LeaseOwnersTest}.
+         * through this service is busy to every other acquisition, whoever makes it.
          */
         public Builder reentrant(boolean reentrant) {
             this.reentrant = reentrant;
@@ -205,14 +195,10 @@ public interface LockService extends AutoCloseable {
 
         /**
          * The longest a waiter sleeps between two attempts when no wake-up arrives (default 1 s).
-         * With release notifications this only bounds the cost of a lost notification ({@code
-         * LeaseEngineScheduleTest#aSubscribedWaiterSubscribesOnceAndSleepsUpToMaxPoll}); without
-         * them the poll starts at {@link #minPoll} and doubles up to this bound ({@code
-         * #withoutNotificationsAWaiterPollsFromMinPollDoublingUpToMaxPoll}, and starts again at
-         * {@link #minPoll} after a wake-up: {@code
-         * #aFailedReleaseStillWakesALocalWaiterWhichThenPollsFastAgain}). A waiter never sleeps past
-         * the holder's remaining lease ({@code
-         * #aHeadWaiterSleepsUntilJustAfterTheHoldersLeaseEndsAndIsToldHowLongItWaited}).
+         * With release notifications this only bounds the cost of a lost notification; without
+         * them the poll starts at {@link #minPoll}, doubles up to this bound, and starts again at
+         * {@link #minPoll} after a wake-up. A waiter never sleeps past the holder's remaining
+         * lease.
          */
         public Builder maxPoll(Duration maxPoll) {
             Objects.requireNonNull(maxPoll, "maxPoll is missing (null)");

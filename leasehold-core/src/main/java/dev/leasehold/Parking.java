@@ -14,8 +14,7 @@ import java.util.function.BooleanSupplier;
  * unmounts from its carrier; and the timer, not the wall clock, decides when a wait is over, so a
  * fake timer drives every wait in tests. On the system's clock ({@link Ticker#system()}) the thread
  * parks for the time left instead ({@link LockSupport#parkNanos}): the same wait without a timer
- * task set and cancelled, and a wake-up of the timer thread, per wait ({@code
- * ParkingTest#onTheSystemClockAWaitEndsAtItsDeadlineOrWhenTheConditionHolds}).
+ * task set and cancelled, and a wake-up of the timer thread, per wait.
  */
 final class Parking {
 

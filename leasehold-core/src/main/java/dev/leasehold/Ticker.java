@@ -3,7 +3,7 @@ package dev.leasehold;
 /**
  * A monotonic time source in nanoseconds, injected so tests can control time. It is used only to
  * measure durations and to keep a conservative local bound on a lease; whether a lease is expired
- * is always decided by the store's clock (feature B5).
+ * is always decided by the store's clock.
  */
 @FunctionalInterface
 public interface Ticker {

@@ -57,7 +57,7 @@ class LeaseEngineScheduleTest extends EngineHarness {
     }
 
     private static int timedWork(LockService service) {
-        return ((LeaseEngine) service).leaseTimer.pending();
+        return ((LeaseEngine) service).threads.leaseTimer().pending();
     }
 
     // ------------------------------------------------------------------ waiting

@@ -1,0 +1,52 @@
+package dev.leasehold;
+
+import dev.leasehold.spi.Grant;
+import java.time.Duration;
+import java.util.Optional;
+import java.util.concurrent.Future;
+import java.util.concurrent.RejectedExecutionException;
+
+/** What a {@link HeldLease} needs from the engine that granted it: time, threads, the store and events. */
+interface LeaseHost {
+
+    /** The engine's ticker, in nanoseconds. */
+    long nanos();
+
+    /** Runs {@code task} on the timer thread after {@code delayNanos}, unless the entry is cancelled. */
+    LeaseTimer.Entry schedule(Runnable task, long delayNanos);
+
+    /**
+     * Runs a renewal on a renewal worker.
+     *
+     * @throws RejectedExecutionException once the service is closing
+     */
+    Future<?> submitRenewal(Runnable renewal);
+
+    /** The store's renew, as is: empty if the owner no longer holds the key; a failure is thrown. */
+    Optional<Grant> renew(LockKey key, String token, Duration leaseFor);
+
+    /**
+     * The store's release.
+     *
+     * @return whether the owner still held the key
+     * @throws LeaseholdException if the store call failed
+     */
+    boolean release(LockKey key, String token);
+
+    /** The lease had its last release: it is no longer its holder's current grant. */
+    void forget(HeldLease lease);
+
+    /** Wakes this JVM's waiters for the key. */
+    void wake(LockKey key);
+
+    /** Whether anyone listens to events. */
+    boolean listening();
+
+    void emit(LeaseEvent event);
+
+    /** Runs loss events and callbacks off the timer and the store's threads. */
+    void runCallback(Runnable work);
+
+    /** The store's name, for events. */
+    String storeName();
+}
