@@ -11,7 +11,7 @@ import java.util.List;
  *
  * <pre>
  * {prefix}{borrow:t42:B1}                lease hash {owner, fence}, with the lease's TTL
- * {prefix}{borrow:t42:B1}:fence          fence counter, kept fenceCounterTtl after the last grant
+ * {prefix}{borrow:t42:B1}:fence          fence counter, kept until the clock is fenceCounterTtl past its fence
  * {prefix}{borrow:t42:B1}:released       pub/sub channel for wake-ups
  * {prefix}{B7}{loan:t42:{B7}:L1}         the same three for a key with hash tag B7 (":fence", ":released")
  * {prefix}force-released                 pub/sub channel of every force-release, for holders anywhere

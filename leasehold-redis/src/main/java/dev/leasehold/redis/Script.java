@@ -1,5 +1,6 @@
 package dev.leasehold.redis;
 
+import io.lettuce.core.RedisException;
 import io.lettuce.core.RedisNoScriptException;
 import io.lettuce.core.ScriptOutputType;
 import io.lettuce.core.api.async.RedisScriptingAsyncCommands;
@@ -14,6 +15,8 @@ import java.util.HexFormat;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * One Lua script from this package's resources, called by its SHA-1 digest. A server that does not
@@ -21,6 +24,8 @@ import java.util.concurrent.CompletionStage;
  * whole once with EVAL, which also caches it there.
  */
 final class Script {
+
+    private static final Logger log = LoggerFactory.getLogger(Script.class);
 
     private final String name;
     private final String body;
@@ -54,6 +59,20 @@ final class Script {
             return new String(in.readAllBytes(), StandardCharsets.UTF_8);
         } catch (IOException e) {
             throw new UncheckedIOException("cannot read Lua script " + resource, e);
+        }
+    }
+
+    /**
+     * Loads the scripts into the server's script cache. A failure is logged, not thrown: the first
+     * call of a script loads it through the NOSCRIPT fallback.
+     */
+    static void preload(RedisScriptingCommands<String, String> redis, Script... scripts) {
+        for (Script script : scripts) {
+            try {
+                redis.scriptLoad(script.body());
+            } catch (RedisException e) {
+                log.warn("could not preload Lua script {}: {}", script.name(), e.getMessage());
+            }
         }
     }
 

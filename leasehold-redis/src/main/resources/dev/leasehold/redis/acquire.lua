@@ -1,6 +1,6 @@
 -- acquire (default mode, bounded barging): grant KEYS[1] to owner ARGV[1] for ARGV[2] ms
 --
--- KEYS[1] lease hash {owner, fence}     KEYS[2] fence counter, kept ARGV[3] ms after a grant
+-- KEYS[1] lease hash {owner, fence}     KEYS[2] fence counter, kept ARGV[3] ms past a grant's fence (fence.lua)
 -- KEYS[3], KEYS[4] the key's waiter queue (queue.lua): waiters refused for longer than the
 -- store's barging bound, in arrival order
 -- ARGV[4] '1' to take (or keep) a place in the queue: the caller has been refused for longer than
@@ -15,16 +15,9 @@
 --   IF ARGV[4] = '1' THEN keep the caller's place (or take one at the tail)
 --                                            -> busy, with the holder's TTL or the head's place
 --
--- The fence is a hybrid logical clock (next_fence of fair-fence.lua): max(counter + 1, server TIME
--- in microseconds). The counter orders grants within one microsecond; the floor, the server's
--- clock, is above every fence handed out before whenever the counter came back older or not at
--- all: a restart from an older RDB snapshot, an AOF that lost its last second, a replica promoted
--- before it received the last grants, the counter's own TTL. That holds as long as the server's
--- clock (of every server that may be promoted) does not go back, and because one script takes
--- longer than a microsecond, the counter never runs ahead of the clock for long. TIME is read
--- before the first write: Redis >= 5 replicates the script's effects, not the script. Fences are
--- exact up to 2^53 microseconds after 1970 (the year 2255): Lua numbers are doubles.
--- fair-fence.lua and queue.lua are prepended to this script.
+-- The fence is the hybrid logical clock of fence.lua (next_fence): max(counter + 1, server TIME
+-- in microseconds).
+-- fence.lua and queue.lua are prepended to this script.
 --
 -- Returns {1, fence, ttl_ms, time_s, time_us, new (1) or re-entry (0)} when granted,
 --         {0, wait_ms} when busy.

@@ -1,11 +1,11 @@
 -- fair acquire: grant KEYS[1] to owner ARGV[1] for ARGV[2] ms in queue order, or keep its place
 --
--- KEYS[1] lease hash {owner, fence}     KEYS[2] fence counter (no TTL)
+-- KEYS[1] lease hash {owner, fence}     KEYS[2] fence counter (its expiry: fence.lua)
 -- KEYS[3] queue: ZSET owner -> arrival (server time in µs)
 -- KEYS[4] queue entries: HASH owner -> '<expires_ms> <wake channel>'
 -- ARGV[1] owner, ARGV[2] lease ms, ARGV[3] queue TTL ms, ARGV[4] the owner's wake channel,
 -- ARGV[5] '1' to take (or keep) a place in the queue, '0' for a single try that takes no place
--- ARGV[6] how long the fence counter stays after this grant, ms
+-- ARGV[6] the fence retention, ms: how long past this grant's fence the counter stays (fence.lua)
 --
 --   IF the lease's owner = ARGV[1] (re-entry, or the grant a release handed to this waiter)
 --     THEN reset the TTL to ARGV[2]; keep the fence; leave the queue
@@ -20,7 +20,7 @@
 -- Busy carries how long to wait at most before asking again: the holder's TTL, or, when the key is
 -- free but others are ahead, the remaining life of the first entry.
 --
--- Fences: next_fence of fair-fence.lua; the queue: live_head, take_place and leave of queue.lua;
+-- Fences: next_fence of fence.lua; the queue: live_head, take_place and leave of queue.lua;
 -- both are prepended to this script.
 --
 -- Returns {1, fence, ttl_ms, time_s, time_us, new (1) or re-entry (0)} when granted,

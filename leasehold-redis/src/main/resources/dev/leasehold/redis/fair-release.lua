@@ -15,7 +15,7 @@
 --   ELSE change nothing                                                                            -> 0
 --
 -- The waiter takes the handed-off lease with its next acquire (owner = itself: the TTL becomes its
--- lease time). Fences: next_fence of fair-fence.lua; the hand-off: hand_off of queue.lua; both are
+-- lease time). Fences: next_fence of fence.lua; the hand-off: hand_off of queue.lua; both are
 -- prepended to this script.
 local now = redis.call('TIME') -- read before the first write (see acquire.lua)
 local lease = redis.call('HMGET', KEYS[1], 'owner', 'fence')

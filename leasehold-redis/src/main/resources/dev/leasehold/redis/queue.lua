@@ -1,5 +1,5 @@
 -- The per-key waiter queue, shared by the fair mode and the bounded barging of the default mode.
--- Prepended (after fair-fence.lua) to the scripts that use it.
+-- Prepended (after fence.lua) to the scripts that use it, acquire-all.lua among them.
 --
 --   queue:   ZSET owner -> arrival (server time in µs)
 --   entries: HASH owner -> '<expires_ms> <wake channel>'
@@ -19,6 +19,24 @@ local function live_head(queue, entries, now_ms)
     end
     redis.call('ZREM', queue, first[1])
     redis.call('HDEL', entries, first[1])
+  end
+end
+
+-- first_live(queue, entries, now_ms): live_head without writes: skips the expired entries and
+-- returns the first live owner and how many ms its place has left, or false, 0.
+local function first_live(queue, entries, now_ms)
+  local at = 0
+  while true do
+    local waiter = redis.call('ZRANGE', queue, at, at)
+    if #waiter == 0 then
+      return false, 0
+    end
+    local entry = redis.call('HGET', entries, waiter[1])
+    local expires = entry and tonumber(string.match(entry, '^(%d+)')) or 0
+    if expires > now_ms then
+      return waiter[1], expires - now_ms
+    end
+    at = at + 1
   end
 end
 

@@ -16,7 +16,7 @@
 -- Notices are sent with pcall: a node that cannot send them (an older node in a cluster being
 -- upgraded) still releases; a lost notice costs a waiter at most its bounded poll.
 -- The fence counter is left alone: the next holder's fence must be larger.
--- fair-fence.lua and queue.lua are prepended to this script.
+-- fence.lua and queue.lua are prepended to this script.
 local lease = redis.call('HMGET', KEYS[1], 'owner', 'fence')
 if lease[1] ~= ARGV[1] then
   return 0

@@ -144,7 +144,7 @@ class RedisReplicaAcknowledgementTest {
             String waiter = owner();
             assertThat(store.tryAcquire(AcquireRequest.waiting(key, waiter, Duration.ofSeconds(30), null)))
                     .isInstanceOf(AcquireResult.Busy.class);
-            String[] queueKeys = FairQueue.keys(KEYS, key);
+            String[] queueKeys = RedisWaiterQueue.keys(KEYS, key);
             assertThat(onMaster.sync().zscore(queueKeys[2], waiter))
                     .as("the waiter's place")
                     .isNotNull();

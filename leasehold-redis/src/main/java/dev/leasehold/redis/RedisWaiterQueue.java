@@ -1,10 +1,14 @@
 package dev.leasehold.redis;
 
+import dev.leasehold.LeaseStoreException;
 import dev.leasehold.LockKey;
 import dev.leasehold.spi.AcquireRequest;
+import io.lettuce.core.RedisException;
 import io.lettuce.core.ScriptOutputType;
 import io.lettuce.core.api.async.RedisScriptingAsyncCommands;
 import io.lettuce.core.api.sync.RedisScriptingCommands;
+import io.lettuce.core.cluster.api.async.RedisClusterAsyncCommands;
+import io.lettuce.core.cluster.api.sync.RedisClusterCommands;
 import java.time.Duration;
 import java.util.HexFormat;
 import java.util.List;
@@ -13,71 +17,33 @@ import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicLong;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
- * The per-key waiter queue of {@link RedisLeaseStore}, in one of two modes. The fair mode ({@link
- * RedisLeaseStore.Builder#fairQueue}): waiters of every process queue in Redis, per key, and a
- * release hands the key to the first live waiter in the same script, waking only that waiter's
- * store. The default mode ({@link RedisLeaseStore.Builder#bargingBound}): the same queue and
- * hand-off, but a caller takes a place only once it has been refused for longer than the bound
- * (so a single try, asking once, never does: {@code
- * RedisBoundedBargingTest#aSingleTryNeverTakesAPlaceNorBlocksTheNextCaller}); without a queue its
- * scripts ({@code acquire.lua}, {@code release.lua}) do what they did before it, plus one {@code
- * EXISTS}. There, a busy answer tells a waiter to ask again when its bound has passed, and a queued
- * waiter three times per queue TTL, so that a lock service that sleeps up to the holder's TTL
- * still takes and keeps its place; a place that is not renewed expires, and a crashed waiter holds
- * the key up for at most one queue TTL ({@code
- * RedisBoundedBargingTest#aQueuedWaiterThatCrashedHoldsTheKeyUpForAtMostItsQueueTtl}).
- *
- * <pre>
- * {prefix}{key}:queue    ZSET owner -> arrival (server µs)
- * {prefix}{key}:waiters  HASH owner -> '&lt;expires_ms&gt; &lt;wake channel&gt;'
- * {prefix}wake:&lt;id&gt;     pub/sub channel of one store instance: '&lt;key channel&gt; r:&lt;fence&gt;'
- * </pre>
- *
- * <p>Fair mode: a caller takes a place the second time it asks for a busy key with the same owner token (a
- * waiter asks again; a single try, the HTTP 409 path, asks once and so never holds up the queue:
- * {@code RedisFairQueueTest#aSingleTryTakesNoPlaceAndDoesNotBlockTheNextWaiter}), or at once when
- * this store already waits for the key (it has a release subscription for it: the lock service
- * subscribes only for waiters, and its fair local queue sends no single try to the store while
- * one of its threads waits). The lock service asks with one token for all attempts of a wait.
- * A place expires {@code queueTtl} after the owner last asked: a waiter that crashed, or gave up,
- * holds the queue up for at most that long, even when the key was handed to it (the hand-off lasts
- * the rest of its queue TTL until the waiter takes it with its next acquire).
- *
- * <p>One round trip per hand-off: the release's wake-up carries the grant (fence, TTL, server
- * time, and the SHA-1 of the waiter's token, never the token). The waiter's store keeps it, and the
- * waiter's next acquire is answered from it without asking Redis, with a validity counted from when
- * the waiter last asked: the server handed the key over only after that ask, and the hand-off ends
- * one queue TTL after it, so the local deadline is never later than the server's. The lock service
- * renews such a short grant at half its validity, which makes it a full lease. Not with a replica
- * acknowledgement (the take is then a write that is waited for).
- *
- * <p>With sharded pub/sub (a Redis 7 cluster) every message is a shard message ({@code SPUBLISH},
- * which a script may send only to a channel of its keys' slot): a waiter's wake channel is then the
- * key's own channel, so the hand-off reaches the stores waiting for that key, on the node of its
- * slot only, and the others among them ask again and keep their places
- * ({@code RedisClusterConformanceTest.aFairHandOffWakesTheQueuedWaiterByAShardMessage}).
+ * The per-key waiter queue of a {@link RedisLeaseStore}, in one of two modes: the fair mode
+ * ({@link RedisLeaseStore.Builder#fairQueue}), where a waiter takes a place from its second ask,
+ * and the default mode's bounded barging ({@link RedisLeaseStore.Builder#bargingBound}), where it
+ * takes one once it has been refused for longer than the bound. A single try never takes a place.
+ * A release hands the key to the first live waiter in the same script and wakes only that
+ * waiter's store; the wake-up carries the grant, which this class keeps for the waiter's next
+ * acquire. Keys, messages and the reasoning are in {@code docs/design/redis.md}. Thread-safe.
  */
-final class FairQueue {
+final class RedisWaiterQueue {
 
-    static final Script ACQUIRE = Script.joined("fair-acquire", "fair-fence", "queue", "fair-acquire");
-    static final Script RELEASE = Script.joined("fair-release", "fair-fence", "queue", "fair-release");
+    static final Script ACQUIRE = Script.joined("fair-acquire", "fence", "queue", "fair-acquire");
+    static final Script RELEASE = Script.joined("fair-release", "fence", "queue", "fair-release");
     /** The default mode's scripts: bounded barging. */
-    static final Script BARGING_ACQUIRE = Script.joined("acquire", "fair-fence", "queue", "acquire");
+    static final Script BARGING_ACQUIRE = Script.joined("acquire", "fence", "queue", "acquire");
 
-    static final Script BARGING_RELEASE = Script.joined("release", "fair-fence", "queue", "release");
+    static final Script BARGING_RELEASE = Script.joined("release", "fence", "queue", "release");
 
+    private static final Logger log = LoggerFactory.getLogger(RedisWaiterQueue.class);
     private static final int MEMORY = 4096;
 
-    final String wakeChannel;
-    /** Whether messages are shard messages: each waiter is then woken on its key's channel. */
-    final boolean sharded;
-    /** Whether the store's pub/sub connection listens on {@link #wakeChannel}; guarded by the store's subscription lock. */
-    boolean subscribed;
-
-    /** The fair mode; else the default mode's bounded barging. */
-    final boolean fair;
+    private final String wakeChannel;
+    private final boolean sharded;
+    private final boolean fair;
 
     private final String queueTtlMillis;
     private final long queueTtlNanos;
@@ -100,7 +66,8 @@ final class FairQueue {
      * @param bargingBound null for the fair mode; else the default mode, where an owner takes a
      *     place once it has been refused for this long
      */
-    FairQueue(String keyPrefix, Duration queueTtl, boolean pushedGrants, boolean sharded, Duration bargingBound) {
+    RedisWaiterQueue(
+            String keyPrefix, Duration queueTtl, boolean pushedGrants, boolean sharded, Duration bargingBound) {
         this.sharded = sharded;
         this.fair = bargingBound == null;
         this.bargingBoundNanos = fair ? 0 : bargingBound.toNanos();
@@ -110,6 +77,21 @@ final class FairQueue {
         this.queueTtlMillis = Long.toString(queueTtl.toMillis());
         this.queueTtlNanos = queueTtl.toNanos();
         this.pushedGrants = pushedGrants;
+    }
+
+    /** The fair mode; else the default mode's bounded barging. */
+    boolean fair() {
+        return fair;
+    }
+
+    /** The pub/sub channel on which this store's waiters are handed keys (unless {@link #sharded}). */
+    String wakeChannel() {
+        return wakeChannel;
+    }
+
+    /** Whether messages are shard messages: each waiter is then woken on its key's channel. */
+    boolean sharded() {
+        return sharded;
     }
 
     /**
@@ -132,6 +114,66 @@ final class FairQueue {
             pushed.values().removeIf(p -> p.fence() == forced);
         } catch (NumberFormatException e) {
             // not a force-release notice
+        }
+    }
+
+    /**
+     * Forgets a waiter that gave up, drops its place, and gives a key handed to it to the next
+     * waiter (a release, which does nothing unless the key is the waiter's). On asynchronous
+     * commands it only sends, so later commands of the store reach Redis after it, and a failure
+     * is logged; with a replica acknowledgement it is a write that is waited for like a grant.
+     *
+     * @param async the store's asynchronous commands, or null
+     * @throws ReplicaAcknowledgementException when the acknowledgement falls short
+     * @throws LeaseStoreException naming the key if Redis fails or cannot be reached
+     */
+    void leave(
+            RedisWrites writes,
+            RedisClusterCommands<String, String> redis,
+            RedisClusterAsyncCommands<String, String> async,
+            RedisKeys keys,
+            LockKey key,
+            String owner,
+            String counterTtl) {
+        forget(owner);
+        String[] queueKeys = keys(keys, key);
+        if (writes.acknowledged()) {
+            writes.write(
+                    "leave the queue",
+                    key.render(),
+                    commands -> {
+                        commands.zrem(queueKeys[2], owner);
+                        commands.hdel(queueKeys[3], owner);
+                        return release(commands, keys, key, owner, counterTtl);
+                    },
+                    released -> true,
+                    released -> "the leave stays on the master");
+            return;
+        }
+        if (async == null) {
+            try {
+                redis.zrem(queueKeys[2], owner);
+                redis.hdel(queueKeys[3], owner);
+            } catch (RedisException e) {
+                throw new LeaseStoreException("leave the queue", key.render(), e);
+            }
+            try {
+                release(redis, keys, key, owner, counterTtl);
+            } catch (RedisException e) {
+                throw new LeaseStoreException("release", key.render(), e);
+            }
+            return;
+        }
+        try {
+            async.zrem(queueKeys[2], owner);
+            async.hdel(queueKeys[3], owner);
+            releaseAsync(async, keys, key, owner, counterTtl).whenComplete((released, failure) -> {
+                if (failure != null) {
+                    log.debug("could not leave the queue of {}; the place ends at its queue TTL", key, failure);
+                }
+            });
+        } catch (RedisException e) {
+            throw new LeaseStoreException("leave the queue", key.render(), e);
         }
     }
 
