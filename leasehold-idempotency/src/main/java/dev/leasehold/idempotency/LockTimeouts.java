@@ -7,6 +7,7 @@ import java.sql.PreparedStatement;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
+import javax.sql.DataSource;
 
 /**
  * A short row-lock wait for one statement, so that a heartbeat gives up instead of hanging behind
@@ -53,6 +54,83 @@ final class LockTimeouts {
             return "SET STATEMENT innodb_lock_wait_timeout = " + timeout.toSeconds() + " FOR " + sql;
         }
         return sql;
+    }
+
+    /** What {@link #updateUnlessLocked} answers when another transaction holds the row. */
+    static final int LOCKED = -1;
+
+    /**
+     * Runs one UPDATE of the row {@code id} of {@code table} in its own transaction, waiting at
+     * most {@code timeout} for the row's lock.
+     *
+     * @return the update count, or {@link #LOCKED} if another open transaction held the row past
+     *     the wait (nothing was changed)
+     */
+    static int updateUnlessLocked(
+            DataSource dataSource,
+            Database database,
+            Duration timeout,
+            String table,
+            String id,
+            String operation,
+            String sql,
+            Object... args) {
+        return Jdbc.autoCommit(dataSource, operation, id, c -> {
+            boolean autoCommit = c.getAutoCommit();
+            try {
+                c.setAutoCommit(false);
+                int updated;
+                try {
+                    apply(c, database, timeout, table, id);
+                    try (PreparedStatement s = c.prepareStatement(statement(database, timeout, sql))) {
+                        s.setQueryTimeout(querySeconds(timeout));
+                        for (int i = 0; i < args.length; i++) {
+                            s.setObject(i + 1, args[i]);
+                        }
+                        updated = s.executeUpdate();
+                    }
+                } catch (SQLException e) {
+                    if (!isLockWait(e)) {
+                        throw e;
+                    }
+                    c.rollback();
+                    return LOCKED;
+                }
+                c.commit();
+                return updated;
+            } catch (SQLException | RuntimeException e) {
+                c.rollback();
+                throw e;
+            } finally {
+                c.setAutoCommit(autoCommit);
+            }
+        });
+    }
+
+    /**
+     * Whether a statement failed because a row lock was not granted in time: PostgreSQL's {@code
+     * lock_not_available} (55P03), MariaDB's lock wait timeout (1205) or an interrupted query
+     * (1317, 70100), H2's lock timeout (50200, HYT00), or a JDBC query timeout.
+     */
+    static boolean isLockWait(SQLException failure) {
+        for (Throwable t = failure; t != null; t = t.getCause()) {
+            if (t instanceof java.sql.SQLTimeoutException) {
+                return true;
+            }
+            if (t instanceof SQLException e) {
+                String state = e.getSQLState();
+                int code = e.getErrorCode();
+                if ("55P03".equals(state)
+                        || "HYT00".equals(state)
+                        || "70100".equals(state)
+                        || code == 1205
+                        || code == 1317
+                        || code == 50200) {
+                    return true;
+                }
+            }
+        }
+        return false;
     }
 
     /** A JDBC query timeout (whole seconds) a little above the lock wait. */

@@ -151,15 +151,25 @@ public final class RequestRecords {
                         return new Claim.InProgress(row.id);
                     }
                     String token = Jdbc.newId();
-                    if (update(
-                                    row.id,
-                                    Statements.TAKE_OVER_REQUEST,
-                                    token,
-                                    row.id,
-                                    row.token,
-                                    row.fence,
-                                    staleAfter.toMillis())
-                            == 1) {
+                    // A record that looks stale while its row is locked belongs to a live
+                    // transaction (an owner marking it done): in progress, not taken over.
+                    int taken = LockTimeouts.updateUnlessLocked(
+                            dataSource,
+                            database,
+                            heartbeatLockTimeout,
+                            "leasehold_request",
+                            row.id,
+                            "take over request",
+                            sql(Statements.TAKE_OVER_REQUEST),
+                            token,
+                            row.id,
+                            row.token,
+                            row.fence,
+                            staleAfter.toMillis());
+                    if (taken == LockTimeouts.LOCKED) {
+                        return new Claim.InProgress(row.id);
+                    }
+                    if (taken == 1) {
                         return claimed(row, scope, clientKey, token, Claim.Kind.TAKE_OVER);
                     }
                 }

@@ -57,6 +57,14 @@ public final class SideEffects {
         return new Builder(dataSource);
     }
 
+    /** How long a take-over waits for the row's lock: a sixth of the stale threshold, 20 ms to 2 s. */
+    private Duration lockWait() {
+        Duration sixth = staleAfter.dividedBy(6);
+        Duration min = Duration.ofMillis(20);
+        Duration max = Duration.ofSeconds(2);
+        return sixth.compareTo(min) < 0 ? min : sixth.compareTo(max) > 0 ? max : sixth;
+    }
+
     private String sql(String template) {
         return Statements.sql(template, database);
     }
@@ -126,8 +134,25 @@ public final class SideEffects {
                                 IdempotencyConflictException.Reason.EFFECT_IN_PROGRESS,
                                 "side effect " + effectName + " is being executed by another execution right now");
                     }
-                    if (update(row.id, Statements.TAKE_OVER_EFFECT, token, row.id, row.token, staleAfter.toMillis())
-                            == 1) {
+                    int taken = LockTimeouts.updateUnlessLocked(
+                            dataSource,
+                            database,
+                            lockWait(),
+                            "leasehold_effect",
+                            row.id,
+                            "take over side effect",
+                            sql(Statements.TAKE_OVER_EFFECT),
+                            token,
+                            row.id,
+                            row.token,
+                            staleAfter.toMillis());
+                    if (taken == LockTimeouts.LOCKED) {
+                        // Stale-looking, but its row is locked by the transaction still running it.
+                        throw new IdempotencyConflictException(
+                                IdempotencyConflictException.Reason.EFFECT_IN_PROGRESS,
+                                "side effect " + effectName + " is being executed by another execution right now");
+                    }
+                    if (taken == 1) {
                         return execute(request, effectName, row.id, token, resultType, effect, businessId);
                     }
                 }

@@ -288,6 +288,27 @@ abstract class AbstractIdempotencyTest {
     }
 
     @Test
+    @Timeout(value = 30, unit = TimeUnit.SECONDS)
+    void aStaleRequestWhoseOwnersTransactionIsStillOpenIsInProgressNotAStoreFailure() throws SQLException {
+        // The owner marked SUCCESS in its business transaction and has not committed; its heartbeat
+        // waits behind its own row lock, so the committed record looks stale. A resubmit may not
+        // take it over, must not hang behind the lock, and must not fail as if the store were down.
+        RequestHandle owner = claim("pay-open", "{}");
+        backdateHeartbeat(owner.id(), Duration.ofHours(1));
+        try (Connection business = dataSource().getConnection()) {
+            business.setAutoCommit(false);
+            records.completeInTransaction(business, owner, new StoredResponse(201, "paid"));
+            long start = System.nanoTime();
+            Claim again = records.begin(scope, "pay-open", fingerprint("{}"));
+            Duration took = Duration.ofNanos(System.nanoTime() - start);
+            assertThat(again).isInstanceOf(Claim.InProgress.class);
+            assertThat(took).as("the resubmit waited for the open transaction").isLessThan(Duration.ofSeconds(5));
+            business.commit();
+        }
+        assertThat(records.begin(scope, "pay-open", fingerprint("{}"))).isInstanceOf(Claim.Replay.class);
+    }
+
+    @Test
     void completedRequestsArePurgedAfterRetentionButNeverInFlightOnes() {
         RequestRecords shortLived = RequestRecords.builder(dataSource())
                 .database(database())
