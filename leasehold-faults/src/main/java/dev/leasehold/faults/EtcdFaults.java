@@ -89,9 +89,14 @@ final class EtcdFaults implements Scenario {
                     LockService b = Library.locks(near.store())) {
                 Run run = new Run(db, tally, history, a, b);
                 int rounds = profile.times(2);
+                Duration longestReconnect = Duration.ZERO;
                 for (int round = 0; round < rounds; round++) {
+                    Duration back = awaitAnswers(far);
+                    longestReconnect = back.compareTo(longestReconnect) > 0 ? back : longestReconnect;
                     run.holderCutOff(proxy, round, round % 2 == 0);
                 }
+                tally.note("A's etcd client answered again at most " + longestReconnect.toMillis()
+                        + " ms after a heal (gRPC reconnects with a back-off)");
             }
             try (Library.Store first = Library.etcdStore(cluster.endpoints(), prefix);
                     Library.Store second = Library.etcdStore(cluster.endpoints(), prefix);
@@ -338,6 +343,18 @@ final class EtcdFaults implements Scenario {
                 }
             }
         }
+    }
+
+    /** Waits until the store's client answers again (after a heal it reconnects with a back-off). */
+    private static Duration awaitAnswers(Library.Store store) {
+        long start = System.nanoTime();
+        LockKey probe = LockKey.of("etcd", "link");
+        org.awaitility.Awaitility.await("the etcd client behind the proxy to answer again")
+                .atMost(Duration.ofSeconds(60))
+                .pollInterval(Duration.ofMillis(50))
+                .ignoreExceptions()
+                .until(() -> store.store().inspect(probe).isEmpty());
+        return Duration.ofNanos(System.nanoTime() - start);
     }
 
     /** Whether etcd answers {@code GET /health} through the proxy within 500 ms. */
