@@ -25,9 +25,9 @@ final class PostgresDialect {
      */
     static final String QUEUE_GATE = """
             NOT EXISTS (SELECT 1 FROM leasehold_waiter w
-                         WHERE w.lock_key = p.k AND w.owner_token <> p.o AND w.expires_at_ms > p.now_ms
+                         WHERE w.lock_key = (SELECT k FROM p) AND w.owner_token <> p.o AND w.expires_at_ms > p.now_ms
                            AND w.arrived_us < COALESCE((SELECT m.arrived_us FROM leasehold_waiter m
-                                                         WHERE m.lock_key = p.k AND m.owner_token = p.o
+                                                         WHERE m.lock_key = (SELECT k FROM p) AND m.owner_token = p.o
                                                            AND m.expires_at_ms > p.now_ms),
                                                        9223372036854775807))""";
 
@@ -63,7 +63,7 @@ final class PostgresDialect {
                                            THEN l.acquired_at_ms ELSE p.now_ms END,
                      owner_token = p.o, expires_at_ms = p.now_ms + p.ms, holder = p.h
                 FROM p
-               WHERE l.lock_key = p.k AND ((l.expires_at_ms <= p.now_ms AND %3$s) OR l.owner_token = p.o)
+               WHERE l.lock_key = (SELECT k FROM p) AND ((l.expires_at_ms <= p.now_ms AND %3$s) OR l.owner_token = p.o)
               RETURNING l.owner_token, l.fence, l.expires_at_ms, p.now_ms),
             created AS (
               INSERT INTO leasehold_lease (lock_key, owner_token, fence, expires_at_ms, acquired_at_ms, holder)
@@ -73,12 +73,12 @@ final class PostgresDialect {
               RETURNING owner_token, fence, expires_at_ms, (SELECT now_ms FROM p)),
             gone AS (
               DELETE FROM leasehold_waiter w USING p
-               WHERE w.lock_key = p.k AND w.owner_token = p.o
+               WHERE w.lock_key = (SELECT k FROM p) AND w.owner_token = p.o
                  AND (EXISTS (SELECT 1 FROM taken) OR EXISTS (SELECT 1 FROM created)))
             SELECT t.*, TRUE FROM taken t
             UNION ALL SELECT c.*, TRUE FROM created c
             UNION ALL SELECT l.owner_token, l.fence, l.expires_at_ms, p.now_ms, FALSE FROM leasehold_lease l, p
-             WHERE l.lock_key = p.k AND NOT EXISTS (SELECT 1 FROM taken) AND NOT EXISTS (SELECT 1 FROM created)
+             WHERE l.lock_key = (SELECT k FROM p) AND NOT EXISTS (SELECT 1 FROM taken) AND NOT EXISTS (SELECT 1 FROM created)
             """.formatted(NOW, NOW_MICROS, QUEUE_GATE);
 
     /* renew: compare-and-extend. Only the unexpired owner's row gets expires_at_ms = now + lease_ms. */
@@ -108,9 +108,9 @@ final class PostgresDialect {
             WITH p AS (SELECT CAST(? AS VARCHAR(255)) AS k, CAST(? AS VARCHAR(128)) AS o, %1$s AS now_ms,
                               %2$s AS now_us),
             h AS (SELECT w.owner_token, w.expires_at_ms, w.holder, w.wake FROM leasehold_waiter w, p
-                   WHERE w.lock_key = p.k AND w.owner_token <> p.o AND w.expires_at_ms > p.now_ms
+                   WHERE w.lock_key = (SELECT k FROM p) AND w.owner_token <> p.o AND w.expires_at_ms > p.now_ms
                    ORDER BY w.arrived_us, w.owner_token LIMIT 1),
-            ended AS (SELECT l.fence FROM leasehold_lease l, p WHERE l.lock_key = p.k),
+            ended AS (SELECT l.fence FROM leasehold_lease l, p WHERE l.lock_key = (SELECT k FROM p)),
             freed AS (
               UPDATE leasehold_lease l
                  SET owner_token = h.owner_token,
@@ -119,11 +119,11 @@ final class PostgresDialect {
                      acquired_at_ms = CASE WHEN h.owner_token IS NULL THEN l.acquired_at_ms ELSE p.now_ms END,
                      holder = CASE WHEN h.owner_token IS NULL THEN l.holder ELSE h.holder END
                 FROM p LEFT JOIN h ON TRUE
-               WHERE l.lock_key = p.k AND l.owner_token = p.o AND l.expires_at_ms > p.now_ms
+               WHERE l.lock_key = (SELECT k FROM p) AND l.owner_token = p.o AND l.expires_at_ms > p.now_ms
               RETURNING l.lock_key, l.fence, l.owner_token),
             gone AS (
               DELETE FROM leasehold_waiter w USING p, freed f
-               WHERE w.lock_key = p.k AND (w.owner_token = p.o OR w.expires_at_ms <= p.now_ms))
+               WHERE w.lock_key = (SELECT k FROM p) AND (w.owner_token = p.o OR w.expires_at_ms <= p.now_ms))
             SELECT f.fence, pg_notify('%3$s', CASE WHEN f.owner_token IS NULL
                                               THEN 'r:' || f.fence || ':' || f.lock_key
                                               ELSE 'h:' || (SELECT fence FROM ended) || ':' || h.wake || ':' || f.lock_key
@@ -137,8 +137,8 @@ final class PostgresDialect {
      * is deleted whether or not it held the key.
      */
     private static final String LEAVE = RELEASE.replace(
-                    "WHERE w.lock_key = p.k AND (w.owner_token = p.o OR w.expires_at_ms <= p.now_ms))",
-                    "WHERE w.lock_key = p.k AND (w.owner_token = p.o OR (w.expires_at_ms <= p.now_ms AND f.lock_key IS NOT NULL)))")
+                    "WHERE w.lock_key = (SELECT k FROM p) AND (w.owner_token = p.o OR w.expires_at_ms <= p.now_ms))",
+                    "WHERE w.lock_key = (SELECT k FROM p) AND (w.owner_token = p.o OR (w.expires_at_ms <= p.now_ms AND f.lock_key IS NOT NULL)))")
             .replace(
                     "DELETE FROM leasehold_waiter w USING p, freed f",
                     "DELETE FROM leasehold_waiter w USING p LEFT JOIN freed f ON TRUE");
