@@ -35,7 +35,7 @@ class KeyedAccessTest {
     void newKeysOnAGrownTableAreFoundByThePrimaryKeyNotByScanningTheTable() throws Exception {
         TestServices.JdbcEndpoint postgres = TestServices.postgres();
         String schema = "leasehold_keyed_" + UUID.randomUUID().toString().substring(0, 8);
-        String url = postgres.url() + (postgres.url().contains("?") ? "&" : "?") + "currentSchema=" + schema ;
+        String url = postgres.url() + (postgres.url().contains("?") ? "&" : "?") + "currentSchema=" + schema;
         try (Connection admin = DriverManager.getConnection(postgres.url(), postgres.user(), postgres.password())) {
             admin.createStatement().execute("CREATE SCHEMA " + schema);
             try (Connection storeConnection = DriverManager.getConnection(url, postgres.user(), postgres.password());
@@ -55,7 +55,8 @@ class KeyedAccessTest {
                     // server's thresholds, the statements run on cached generic plans.
                     for (int i = 0; i < 20; i++) {
                         LockKey warm = LockKey.of("order", "warm-" + (i % 2));
-                        assertThat(store.tryAcquire(warm, "owner", Duration.ofSeconds(30))).isInstanceOf(AcquireResult.Granted.class);
+                        assertThat(store.tryAcquire(warm, "owner", Duration.ofSeconds(30)))
+                                .isInstanceOf(AcquireResult.Granted.class);
                         assertThat(store.release(warm, "owner")).isTrue();
                     }
                     try (Statement grow = observer.createStatement()) {
@@ -67,7 +68,8 @@ class KeyedAccessTest {
                     Scans before = settled(storeConnection, observer, schema, 1);
                     for (int i = 0; i < FRESH_KEYS; i++) {
                         LockKey fresh = LockKey.of("order", "new-" + i);
-                        assertThat(store.tryAcquire(fresh, "owner", Duration.ofSeconds(30))).isInstanceOf(AcquireResult.Granted.class);
+                        assertThat(store.tryAcquire(fresh, "owner", Duration.ofSeconds(30)))
+                                .isInstanceOf(AcquireResult.Granted.class);
                         assertThat(store.release(fresh, "owner")).isTrue();
                     }
                     Scans after = settled(storeConnection, observer, schema, 2);
@@ -109,7 +111,9 @@ class KeyedAccessTest {
                 + " FROM pg_stat_user_tables WHERE schemaname = ? AND relname = 'leasehold_lease'")) {
             read.setString(1, schema);
             try (ResultSet row = read.executeQuery()) {
-                assertThat(row.next()).as("statistics of %s.leasehold_lease", schema).isTrue();
+                assertThat(row.next())
+                        .as("statistics of %s.leasehold_lease", schema)
+                        .isTrue();
                 return new Scans(row.getLong(1), row.getLong(2));
             }
         }
