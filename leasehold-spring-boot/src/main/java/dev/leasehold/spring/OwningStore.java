@@ -1,90 +1,36 @@
 package dev.leasehold.spring;
 
-import dev.leasehold.LeaseInfo;
-import dev.leasehold.LockKey;
-import dev.leasehold.spi.AcquireResult;
-import dev.leasehold.spi.BatchAcquireResult;
-import dev.leasehold.spi.Grant;
+import dev.leasehold.spi.ForwardingLeaseStore;
 import dev.leasehold.spi.LeaseStore;
-import dev.leasehold.spi.ReleaseNotice;
-import dev.leasehold.spi.ReleaseSubscription;
-import java.time.Duration;
-import java.util.List;
-import java.util.Optional;
-import java.util.concurrent.CompletionStage;
-import java.util.function.Consumer;
+import java.util.Objects;
 
 /**
- * A store that also closes the client Leasehold created for it. Every operation is passed on,
- * those a store has of its own (the batch, the asynchronous acquire, leaving a fair queue)
- * included ({@code
- * LeaseholdAutoConfigurationTest.aRedisStoreWithItsOwnClientKeepsTheOneScriptBatchAndTheAsynchronousAcquire}).
+ * A store that also closes the client Leasehold created for it. Every operation is passed on as it
+ * was called ({@code OwningStoreTest}).
  */
-record OwningStore(LeaseStore store, AutoCloseable client) implements LeaseStore {
+final class OwningStore extends ForwardingLeaseStore {
 
-    @Override
-    public AcquireResult tryAcquire(LockKey key, String owner, Duration leaseFor) {
-        return store.tryAcquire(key, owner, leaseFor);
+    private final LeaseStore store;
+    private final AutoCloseable client;
+
+    OwningStore(LeaseStore store, AutoCloseable client) {
+        this.store = Objects.requireNonNull(store, "store is missing (null)");
+        this.client = Objects.requireNonNull(client, "client is missing (null)");
     }
 
     @Override
-    public CompletionStage<AcquireResult> tryAcquireAsync(LockKey key, String owner, Duration leaseFor) {
-        return store.tryAcquireAsync(key, owner, leaseFor);
+    protected LeaseStore delegate() {
+        return store;
     }
 
-    @Override
-    public BatchAcquireResult tryAcquireAll(List<LockKey> keys, String owner, Duration leaseFor) {
-        return store.tryAcquireAll(keys, owner, leaseFor);
+    /** The store this one passes every operation on to. */
+    LeaseStore store() {
+        return store;
     }
 
-    @Override
-    public Optional<Grant> renew(LockKey key, String owner, Duration leaseFor) {
-        return store.renew(key, owner, leaseFor);
-    }
-
-    @Override
-    public boolean release(LockKey key, String owner) {
-        return store.release(key, owner);
-    }
-
-    @Override
-    public Optional<LeaseInfo> inspect(LockKey key) {
-        return store.inspect(key);
-    }
-
-    @Override
-    public boolean forceRelease(LockKey key) {
-        return store.forceRelease(key);
-    }
-
-    @Override
-    public List<LeaseInfo> list(String namespace, int limit) {
-        return store.list(namespace, limit);
-    }
-
-    @Override
-    public boolean supportsReleaseNotifications() {
-        return store.supportsReleaseNotifications();
-    }
-
-    @Override
-    public ReleaseSubscription subscribe(LockKey key, Consumer<ReleaseNotice> onRelease) {
-        return store.subscribe(key, onRelease);
-    }
-
-    @Override
-    public ReleaseSubscription subscribeForceReleases(Consumer<ReleaseNotice> onForceRelease) {
-        return store.subscribeForceReleases(onForceRelease);
-    }
-
-    @Override
-    public void leaveQueue(LockKey key, String owner) {
-        store.leaveQueue(key, owner);
-    }
-
-    @Override
-    public String name() {
-        return store.name();
+    /** The client closed after the store. */
+    AutoCloseable client() {
+        return client;
     }
 
     /** Closes the store, then the client, even when closing the store fails. */

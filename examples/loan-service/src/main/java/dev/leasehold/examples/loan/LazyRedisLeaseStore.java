@@ -1,14 +1,9 @@
 package dev.leasehold.examples.loan;
 
-import dev.leasehold.LeaseInfo;
 import dev.leasehold.LeaseStoreException;
-import dev.leasehold.LockKey;
 import dev.leasehold.redis.RedisLeaseStore;
-import dev.leasehold.spi.AcquireResult;
-import dev.leasehold.spi.Grant;
+import dev.leasehold.spi.ForwardingLeaseStore;
 import dev.leasehold.spi.LeaseStore;
-import dev.leasehold.spi.ReleaseNotice;
-import dev.leasehold.spi.ReleaseSubscription;
 import dev.leasehold.spring.LeaseholdProperties;
 import io.lettuce.core.ClientOptions;
 import io.lettuce.core.RedisClient;
@@ -17,9 +12,6 @@ import io.lettuce.core.RedisURI;
 import io.lettuce.core.SocketOptions;
 import io.lettuce.core.TimeoutOptions;
 import java.time.Duration;
-import java.util.List;
-import java.util.Optional;
-import java.util.function.Consumer;
 import org.springframework.boot.autoconfigure.condition.ConditionalOnProperty;
 import org.springframework.context.annotation.Bean;
 import org.springframework.context.annotation.Configuration;
@@ -29,9 +21,10 @@ import org.springframework.context.annotation.Configuration;
  * Redis is down (needed for the degrade switch, S2.14: bypass mode must start and run without it),
  * and every call fails fast, within {@code leasehold.redis.command-timeout}, while Redis stays
  * unreachable; the next call connects again. Commands issued while disconnected are rejected at
- * once instead of queued. Thread-safe.
+ * once instead of queued. Every operation is passed on to the Redis store as it was called
+ * ({@code LazyRedisLeaseStoreTest}). Thread-safe.
  */
-final class LazyRedisLeaseStore implements LeaseStore {
+final class LazyRedisLeaseStore extends ForwardingLeaseStore {
 
     private final RedisURI uri;
     private final String keyPrefix;
@@ -73,49 +66,16 @@ final class LazyRedisLeaseStore implements LeaseStore {
         }
     }
 
+    /** Connects on the first call, and again on the next call after a failed connect. */
     @Override
-    public AcquireResult tryAcquire(LockKey key, String owner, Duration leaseFor) {
-        return store("acquire", key.render()).tryAcquire(key, owner, leaseFor);
+    protected LeaseStore delegate() {
+        return store("connect", uri.getHost() + ":" + uri.getPort());
     }
 
-    @Override
-    public Optional<Grant> renew(LockKey key, String owner, Duration leaseFor) {
-        return store("renew", key.render()).renew(key, owner, leaseFor);
-    }
-
-    @Override
-    public boolean release(LockKey key, String owner) {
-        return store("release", key.render()).release(key, owner);
-    }
-
-    @Override
-    public Optional<LeaseInfo> inspect(LockKey key) {
-        return store("inspect", key.render()).inspect(key);
-    }
-
-    @Override
-    public boolean forceRelease(LockKey key) {
-        return store("force-release", key.render()).forceRelease(key);
-    }
-
-    @Override
-    public List<LeaseInfo> list(String namespace, int limit) {
-        return store("list", namespace).list(namespace, limit);
-    }
-
+    /** Known before connecting, so that a store that never connected still answers for waits. */
     @Override
     public boolean supportsReleaseNotifications() {
         return true;
-    }
-
-    @Override
-    public ReleaseSubscription subscribe(LockKey key, Consumer<ReleaseNotice> onRelease) {
-        return store("subscribe", key.render()).subscribe(key, onRelease);
-    }
-
-    @Override
-    public ReleaseSubscription subscribeForceReleases(Consumer<ReleaseNotice> onForceRelease) {
-        return store("subscribe", "force-releases").subscribeForceReleases(onForceRelease);
     }
 
     @Override
