@@ -137,7 +137,7 @@ class RedisSentinelFailoverTest {
      */
     @Test
     void withReplicaAcknowledgementAFailoverAfterReplicaLagNeverGrantsTwice() throws Exception {
-        Duration lease = Duration.ofSeconds(10);
+        Duration lease = Duration.ofSeconds(20);
         LockKey held = LockKey.of("borrow", "lag-held");
         LockKey refused = LockKey.of("borrow", "lag-refused");
         RedisLeaseStore first = store(ACK_TIMEOUT);
@@ -159,9 +159,17 @@ class RedisSentinelFailoverTest {
         assertThat(second.tryAcquire(refused, "owner-b", Duration.ofSeconds(60)))
                 .as("the grant refused during the lag")
                 .isInstanceOf(AcquireResult.Granted.class);
-        assertThat(second.tryAcquire(held, "owner-b", lease))
-                .as("the lease acknowledged before the lag, right after the failover")
-                .isInstanceOf(AcquireResult.Busy.class);
+        Duration untilAsked = Duration.ofNanos(System.nanoTime() - start);
+        AcquireResult rightAfter = second.tryAcquire(held, "owner-b", lease);
+        if (untilAsked.plusSeconds(1).compareTo(lease) < 0) {
+            // a failover slower than the lease (a loaded machine) lets the lease end first; the
+            // grant that follows is then checked against the lease below
+            assertThat(rightAfter)
+                    .as(
+                            "the lease acknowledged before the lag, right after the failover (%d ms in)",
+                            untilAsked.toMillis())
+                    .isInstanceOf(AcquireResult.Busy.class);
+        }
         Grant b = granted(await().atMost(Duration.ofSeconds(60))
                 .pollInterval(Duration.ofMillis(100))
                 .until(() -> second.tryAcquire(held, "owner-b", lease), AcquireResult.Granted.class::isInstance));
