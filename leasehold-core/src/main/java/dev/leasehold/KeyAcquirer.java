@@ -117,6 +117,9 @@ final class KeyAcquirer {
             long holderRemaining = -1;
             long poll = minPollNanos;
             while (true) {
+                if (closed.getAsBoolean()) {
+                    throw new IllegalStateException("the lock service is closed");
+                }
                 boolean myTurn = !fair || queue.isHead(waiter);
                 if (myTurn) {
                     Duration refusedFor = refused ? Duration.ofNanos(Math.max(0, host.nanos() - firstRefused)) : null;

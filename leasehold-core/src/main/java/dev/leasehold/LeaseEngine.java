@@ -212,6 +212,7 @@ final class LeaseEngine implements LockService {
             }
         }
         forceWatch.close();
+        queues.wakeEveryone(); // each wait ends now, not at its next poll
         threads.close();
     }
 

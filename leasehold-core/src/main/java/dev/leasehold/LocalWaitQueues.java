@@ -225,6 +225,20 @@ final class LocalWaitQueues {
         }
     }
 
+    /** Wakes every waiter of every key, so that each sees at once that the service closed. */
+    void wakeEveryone() {
+        for (WaitQueue queue : queues.values()) {
+            List<Waiter> toWake;
+            queue.lock.lock();
+            try {
+                toWake = List.copyOf(queue.waiters);
+            } finally {
+                queue.lock.unlock();
+            }
+            toWake.forEach(Waiter::signal);
+        }
+    }
+
     private void wakeQueue(WaitQueue queue) {
         List<Waiter> toWake;
         queue.lock.lock();

@@ -104,6 +104,29 @@ class WaitGiveUpTest extends EngineHarness {
     }
 
     @Test
+    void closingTheServiceEndsEveryWaitAtOnceNotAtItsNextPoll() throws Exception {
+        ScriptedStore store = store(false);
+        LockService service = service(store, b -> b.fair(true).minPoll(HOUR).maxPoll(HOUR));
+        holdElsewhere(store, OTHER, HOUR);
+        Future<Lease> head = async(() -> service.acquire(KEY, waiting(HOUR, HOUR)));
+        awaitEvents(LeaseEventType.WAITING, 1);
+        Future<Lease> queued = async(() -> service.acquire(KEY, waiting(HOUR, HOUR)));
+        awaitEvents(LeaseEventType.WAITING, 2);
+
+        service.close(); // no time passes: only the close can end these waits
+
+        assertThatThrownBy(() -> await(head))
+                .as("the head of the queue")
+                .isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("closed");
+        assertThatThrownBy(() -> await(queued))
+                .as("a waiter queued behind it, which never had its turn")
+                .isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("closed");
+        store.awaitCall(Op.LEAVE_QUEUE, KEY, 1); // the head had asked the store
+    }
+
+    @Test
     void aStoreWhoseLeaveDoesNotBlockIsLeftFromTheCallersThreadBeforeItReturns() throws Exception {
         ScriptedStore store = store(false);
         store.leaveWithoutBlocking();
