@@ -3,6 +3,7 @@ package dev.leasehold.jdbc;
 import dev.leasehold.LeaseInfo;
 import dev.leasehold.LeaseStoreException;
 import dev.leasehold.LockKey;
+import dev.leasehold.spi.AcquireRequest;
 import dev.leasehold.spi.AcquireResult;
 import dev.leasehold.spi.Grant;
 import dev.leasehold.spi.LeaseStore;
@@ -125,8 +126,23 @@ public final class JdbcLeaseStore implements LeaseStore {
         return dialect.database();
     }
 
+    /**
+     * Asks without saying whether the caller waits: an owner token that asks again after a busy
+     * answer is taken for a waiter (the lock service asks with {@link #tryAcquire(AcquireRequest)},
+     * which says it).
+     */
     @Override
     public AcquireResult tryAcquire(LockKey key, String owner, Duration leaseFor) {
+        return acquire(key, owner, leaseFor, null);
+    }
+
+    /** Only a waiter takes a place in the key's queue; a single try never does. */
+    @Override
+    public AcquireResult tryAcquire(AcquireRequest request) {
+        return acquire(request.key(), request.owner(), request.leaseFor(), request);
+    }
+
+    private AcquireResult acquire(LockKey key, String owner, Duration leaseFor, AcquireRequest request) {
         checkOwner(key, owner);
         long millis = millis(leaseFor);
         AcquireResult result = execute("acquire", key, connection -> {
@@ -147,7 +163,7 @@ public final class JdbcLeaseStore implements LeaseStore {
             }
         });
         if (result instanceof AcquireResult.Busy busy) {
-            return refused(key, owner, busy);
+            return refused(key, owner, busy, request);
         }
         if (queue.granted(owner) && dialect.forget() != null) {
             // The grant ends the caller's place (PostgreSQL's acquire does it in its statement).
@@ -165,10 +181,10 @@ public final class JdbcLeaseStore implements LeaseStore {
      * A refused caller: takes or renews its place in the key's queue when it is due one ({@link
      * WaiterQueue}), and is told when to ask again.
      */
-    private AcquireResult refused(LockKey key, String owner, AcquireResult.Busy busy) {
+    private AcquireResult refused(LockKey key, String owner, AcquireResult.Busy busy, AcquireRequest request) {
         long now = System.nanoTime();
         long holderNanos = busy.holderRemaining().toNanos();
-        WaiterQueue.Plan plan = queue.refused(owner, now, holderNanos);
+        WaiterQueue.Plan plan = queue.refused(owner, now, holderNanos, request);
         if (!plan.queued()) {
             return plan.waitNanos() == holderNanos ? busy : new AcquireResult.Busy(Duration.ofNanos(plan.waitNanos()));
         }

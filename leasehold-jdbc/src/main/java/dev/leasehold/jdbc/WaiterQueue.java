@@ -1,5 +1,7 @@
 package dev.leasehold.jdbc;
 
+import dev.leasehold.spi.AcquireRequest;
+import dev.leasehold.spi.WaiterPolicy;
 import java.time.Duration;
 import java.util.HexFormat;
 import java.util.concurrent.ConcurrentHashMap;
@@ -12,10 +14,11 @@ import java.util.concurrent.atomic.AtomicLong;
  * "busy", since when, and which of them hold a place; when a refused caller takes a place; and how
  * long it should wait before asking again.
  *
- * <p>A caller takes a place when it asks again with the same owner token (the lock service asks
- * with one token for every attempt of a wait): in fair mode on its second ask, by default once it
- * has been refused for longer than the barging bound. A single try asks once and so never takes a
- * place. A place lives {@link #ttlMillis} after the caller last asked; while queued the caller is
+ * <p>Only a waiter takes a place, when {@link WaiterPolicy} says it is due one: in fair mode from
+ * its first refusal, by default once it has been refused for the barging bound. The lock service
+ * says in its {@link AcquireRequest} whether it waits; a direct caller of the three-argument
+ * acquire is taken for a waiter when it asks again with the same owner token (in fair mode on its
+ * second ask). A single try never takes a place and leaves nothing in this store's memory. A place lives {@link #ttlMillis} after the caller last asked; while queued the caller is
  * told to ask again well within that.
  *
  * <p>How long a queued caller waits before asking again is told through the busy answer's holder
@@ -44,6 +47,7 @@ final class WaiterQueue {
     final long ttlMillis;
     private final long ttlNanos;
     private final long boundNanos;
+    private final WaiterPolicy policy;
     private final long pollNanos;
     private final ConcurrentHashMap<String, Asked> asked = new ConcurrentHashMap<>();
 
@@ -75,6 +79,7 @@ final class WaiterQueue {
         this.ttlMillis = ttl.toMillis();
         this.ttlNanos = ttl.toNanos();
         this.boundNanos = bargingBound.toNanos();
+        this.policy = fair ? WaiterPolicy.fairQueue() : WaiterPolicy.bargingFor(bargingBound);
         this.pollNanos = pollInterval.toNanos();
     }
 
@@ -96,7 +101,10 @@ final class WaiterQueue {
      * the end of the barging bound, when it takes its place; a release that frees the key wakes it
      * sooner. A hand-off wakes only the store of the waiter it went to.
      */
-    Plan refused(String owner, long now, long holderNanos) {
+    Plan refused(String owner, long now, long holderNanos, AcquireRequest request) {
+        if (request != null) {
+            return refused(request, now, holderNanos);
+        }
         Asked a = asked.get(owner);
         if (a == null) {
             purgeIfFull(now);
@@ -108,6 +116,38 @@ final class WaiterQueue {
             if (a.refreshed == 0 && !fair && refusedFor < boundNanos) {
                 return new Plan(false, false, false, Math.min(holderNanos, boundNanos - refusedFor));
             }
+            boolean fresh = a.refreshed == 0;
+            boolean join = fresh || now - a.refreshed > ttlNanos / 4;
+            if (join) {
+                a.refreshed = now;
+            }
+            return new Plan(true, join, fresh, Math.min(holderNanos, ttlNanos / 3));
+        }
+    }
+
+    /**
+     * A refused caller that said whether it waits ({@link WaiterPolicy}): a single try is told the
+     * holder's time and leaves nothing behind; a waiter not yet due a place is told to ask again by
+     * the time it is; a waiter due one takes it, or renews it when a quarter of its TTL has passed.
+     */
+    private Plan refused(AcquireRequest request, long now, long holderNanos) {
+        if (!request.waiting()) {
+            return new Plan(false, false, false, holderNanos);
+        }
+        String owner = request.owner();
+        Asked a = asked.get(owner);
+        if (!policy.takesPlace(request) && (a == null || a.lastRefresh() == 0)) {
+            return new Plan(
+                    false,
+                    false,
+                    false,
+                    Math.min(holderNanos, Math.max(1, policy.untilPlace(request).toNanos())));
+        }
+        if (a == null) {
+            purgeIfFull(now);
+            a = asked.computeIfAbsent(owner, o -> new Asked(now));
+        }
+        synchronized (a) {
             boolean fresh = a.refreshed == 0;
             boolean join = fresh || now - a.refreshed > ttlNanos / 4;
             if (join) {

@@ -7,6 +7,8 @@ import dev.leasehold.Lease;
 import dev.leasehold.LeaseOptions;
 import dev.leasehold.LockKey;
 import dev.leasehold.LockService;
+import dev.leasehold.spi.AcquireRequest;
+import dev.leasehold.spi.AcquireResult;
 import dev.leasehold.testkit.TestServices;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -260,6 +262,53 @@ abstract class AbstractJdbcQueueTest {
         try (Lease lease = next.acquire(
                 key, LeaseOptions.builder().waitFor(Duration.ofSeconds(30)).build())) {
             assertThat(lease.fence()).isGreaterThan(handed.fence());
+        }
+    }
+
+    /**
+     * The store follows what the request says, not how often a token asks: a single try takes no
+     * place however often it asks with one token; in fair mode a waiter takes its place at its
+     * first refusal, by default once it has been refused for the barging bound.
+     */
+    @Test
+    void onlyARequestThatWaitsTakesAPlaceAndWhenThePolicySaysSo() throws Exception {
+        Duration lease = Duration.ofSeconds(30);
+        for (boolean fair : new boolean[] {true, false}) {
+            JdbcLeaseStore store = store(b -> fair ? b.fairQueue(Duration.ofSeconds(5)) : b);
+            LockKey key = key("request-" + fair);
+            String holder = "holder-" + UUID.randomUUID();
+            assertThat(store.tryAcquire(key, holder, lease)).isInstanceOf(AcquireResult.Granted.class);
+
+            String single = "single-" + UUID.randomUUID();
+            for (int i = 0; i < 3; i++) {
+                assertThat(store.tryAcquire(AcquireRequest.once(key, single, lease)))
+                        .isInstanceOf(AcquireResult.Busy.class);
+            }
+            assertThat(places(key))
+                    .as("places after single tries, fair=%s", fair)
+                    .isEmpty();
+
+            String waiter = "waiter-" + UUID.randomUUID();
+            assertThat(store.tryAcquire(AcquireRequest.waiting(key, waiter, lease, null)))
+                    .isInstanceOf(AcquireResult.Busy.class);
+            if (fair) {
+                assertThat(places(key))
+                        .as("a fair waiter's place at its first refusal")
+                        .containsExactly(waiter);
+            } else {
+                assertThat(places(key))
+                        .as("a waiter refused for less than the bound")
+                        .isEmpty();
+                assertThat(store.tryAcquire(AcquireRequest.waiting(key, waiter, lease, Duration.ofMillis(10))))
+                        .isInstanceOf(AcquireResult.Busy.class);
+                assertThat(places(key)).as("still within the bound").isEmpty();
+                assertThat(store.tryAcquire(AcquireRequest.waiting(key, waiter, lease, Duration.ofMillis(60))))
+                        .isInstanceOf(AcquireResult.Busy.class);
+                assertThat(places(key)).as("refused for the bound").containsExactly(waiter);
+            }
+            store.leaveQueue(key, waiter);
+            assertThat(places(key)).isEmpty();
+            assertThat(store.release(key, holder)).isTrue();
         }
     }
 

@@ -3,6 +3,7 @@ package dev.leasehold.redis;
 import dev.leasehold.LeaseStoreException;
 import dev.leasehold.LockKey;
 import dev.leasehold.spi.AcquireRequest;
+import dev.leasehold.spi.WaiterPolicy;
 import io.lettuce.core.RedisException;
 import io.lettuce.core.ScriptOutputType;
 import io.lettuce.core.api.async.RedisScriptingAsyncCommands;
@@ -22,9 +23,9 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The per-key waiter queue of a {@link RedisLeaseStore}, in one of two modes: the fair mode
- * ({@link RedisLeaseStore.Builder#fairQueue}), where a waiter takes a place from its second ask,
- * and the default mode's bounded barging ({@link RedisLeaseStore.Builder#bargingBound}), where it
- * takes one once it has been refused for longer than the bound. A single try never takes a place.
+ * ({@link RedisLeaseStore.Builder#fairQueue}) and the default mode's bounded barging ({@link
+ * RedisLeaseStore.Builder#bargingBound}); when a waiter takes a place is {@link WaiterPolicy}'s
+ * rule. A single try never takes a place.
  * A release hands the key to the first live waiter in the same script and wakes only that
  * waiter's store; the wake-up carries the grant, which this class keeps for the waiter's next
  * acquire. Keys, messages and the reasoning are in {@code docs/design/redis.md}. Thread-safe.
@@ -48,6 +49,7 @@ final class RedisWaiterQueue {
     private final String queueTtlMillis;
     private final long queueTtlNanos;
     private final long bargingBoundNanos;
+    private final WaiterPolicy policy;
     private final boolean pushedGrants;
     /** Owners told "busy", with when they were first and last told so: their next ask keeps (or takes) a place. */
     private final ConcurrentHashMap<String, Asked> asked = new ConcurrentHashMap<>();
@@ -71,6 +73,7 @@ final class RedisWaiterQueue {
         this.sharded = sharded;
         this.fair = bargingBound == null;
         this.bargingBoundNanos = fair ? 0 : bargingBound.toNanos();
+        this.policy = fair ? WaiterPolicy.fairQueue() : WaiterPolicy.bargingFor(bargingBound);
         byte[] id = new byte[8];
         ThreadLocalRandom.current().nextBytes(id);
         this.wakeChannel = keyPrefix + "wake:" + HexFormat.of().formatHex(id);
@@ -274,8 +277,10 @@ final class RedisWaiterQueue {
             }
         }
         boolean join;
-        if (fair) {
-            join = request != null ? waiting : before != null || waitedFor;
+        if (request != null) {
+            join = policy.takesPlace(request);
+        } else if (fair) {
+            join = before != null || waitedFor;
         } else {
             join = waiting && refused >= bargingBoundNanos;
         }
