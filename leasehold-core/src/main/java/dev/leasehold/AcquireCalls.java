@@ -50,15 +50,18 @@ final class AcquireCalls {
         Consumer<StoreCall<AcquireResult>> orphaned = this.<AcquireResult>giveBackIfGranted(
                         AcquireResult.Granted.class, keys, grantToken)
                 .andThen(orphan -> threads.offCaller(() -> leaveQuietly(key, grantToken)));
-        CompletionStage<AcquireResult> answer;
-        try {
-            answer = store.tryAcquireAsync(request);
-        } catch (RuntimeException | Error e) {
-            answer = CompletableFuture.failedFuture(e);
+        StoreCall<AcquireResult> call;
+        if (store.acquiresAsynchronously()) {
+            CompletionStage<AcquireResult> answer;
+            try {
+                answer = store.tryAcquireAsync(request);
+            } catch (RuntimeException | Error e) {
+                answer = CompletableFuture.failedFuture(e);
+            }
+            call = StoreCall.of(answer, orphaned);
+        } else {
+            call = StoreCall.start(threads.calls(), () -> store.tryAcquire(request), orphaned);
         }
-        StoreCall<AcquireResult> call = answer != null
-                ? StoreCall.of(answer, orphaned)
-                : StoreCall.start(threads.calls(), () -> store.tryAcquire(request), orphaned);
         return answerBy(call, deadline, keys, grantToken);
     }
 

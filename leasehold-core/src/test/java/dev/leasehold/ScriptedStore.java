@@ -380,13 +380,20 @@ final class ScriptedStore implements LeaseStore {
     }
 
     @Override
+    public boolean acquiresAsynchronously() {
+        return asyncMode != AsyncMode.NONE;
+    }
+
+    @Override
     public java.util.concurrent.CompletionStage<AcquireResult> tryAcquireAsync(AcquireRequest request) {
-        java.util.concurrent.CompletionStage<AcquireResult> answer =
-                tryAcquireAsync(request.key(), request.owner(), request.leaseFor());
-        if (answer != null) {
-            requests.add(request); // else the engine asks again with tryAcquire
-        }
-        return answer;
+        requests.add(request);
+        return switch (asyncMode) {
+            case NONE -> throw new UnsupportedOperationException("no asynchronous acquire");
+            case REFUSE -> throw new IllegalArgumentException("scripted refusal before sending");
+            case ANSWER ->
+                java.util.concurrent.CompletableFuture.supplyAsync(
+                        () -> tryAcquire(request.key(), request.owner(), request.leaseFor()), client);
+        };
     }
 
     @Override
@@ -422,17 +429,6 @@ final class ScriptedStore implements LeaseStore {
         thread.setDaemon(true);
         return thread;
     });
-
-    @Override
-    public java.util.concurrent.CompletionStage<AcquireResult> tryAcquireAsync(
-            LockKey key, String owner, Duration leaseFor) {
-        return switch (asyncMode) {
-            case NONE -> null;
-            case REFUSE -> throw new IllegalArgumentException("scripted refusal before sending");
-            case ANSWER ->
-                java.util.concurrent.CompletableFuture.supplyAsync(() -> tryAcquire(key, owner, leaseFor), client);
-        };
-    }
 
     @Override
     public Optional<Grant> renew(LockKey key, String owner, Duration leaseFor) {

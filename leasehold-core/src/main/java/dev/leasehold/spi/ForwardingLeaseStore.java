@@ -37,8 +37,8 @@ public abstract class ForwardingLeaseStore implements LeaseStore {
     }
 
     @Override
-    public CompletionStage<AcquireResult> tryAcquireAsync(LockKey key, String owner, Duration leaseFor) {
-        return delegate().tryAcquireAsync(key, owner, leaseFor);
+    public boolean acquiresAsynchronously() {
+        return delegate().acquiresAsynchronously();
     }
 
     @Override

@@ -51,24 +51,26 @@ public interface LeaseStore extends AutoCloseable {
     }
 
     /**
-     * {@link #tryAcquireAsync(LockKey, String, Duration)} for a request that says whether the
-     * caller waits (see {@link #tryAcquire(AcquireRequest)}); the default asks without saying.
+     * Whether this store has {@link #tryAcquireAsync}: an acquire whose answer is waited for
+     * without a thread blocked on it. False (the default) for a store whose client blocks; the lock
+     * service then calls {@link #tryAcquire(AcquireRequest)} on a worker of its own.
      */
-    default java.util.concurrent.CompletionStage<AcquireResult> tryAcquireAsync(AcquireRequest request) {
-        return tryAcquireAsync(request.key(), request.owner(), request.leaseFor());
+    default boolean acquiresAsynchronously() {
+        return false;
     }
 
     /**
-     * {@link #tryAcquire} as an answer to come, for a store whose client is asynchronous: a caller
-     * that waits with a deadline then waits for the answer itself instead of for a worker thread
-     * that waits for it. An answer that comes after the caller gave up is handled as a late answer
-     * of {@link #tryAcquire} is (a grant is released). The stage must not be completed on the
-     * calling thread while a lock of the store is held. {@code null} (the default) when the store
-     * has no such path; the engine then calls {@link #tryAcquire} on a worker.
+     * {@link #tryAcquire(AcquireRequest)} as an answer to come, for a store whose client is
+     * asynchronous: a caller that waits with a deadline then waits for the answer itself instead of
+     * for a worker thread that waits for it. An answer that comes after the caller gave up is
+     * handled as a late answer of {@link #tryAcquire} is (a grant is released). The stage must not
+     * be completed on the calling thread while a lock of the store is held. Called only when {@link
+     * #acquiresAsynchronously()} says so.
+     *
+     * @throws UnsupportedOperationException if {@link #acquiresAsynchronously()} is false
      */
-    default java.util.concurrent.CompletionStage<AcquireResult> tryAcquireAsync(
-            LockKey key, String owner, Duration leaseFor) {
-        return null;
+    default java.util.concurrent.CompletionStage<AcquireResult> tryAcquireAsync(AcquireRequest request) {
+        throw new UnsupportedOperationException(name() + " has no asynchronous acquire");
     }
 
     /**

@@ -170,27 +170,33 @@ public final class RedisLeaseStore implements LeaseStore {
     }
 
     /**
-     * The acquire script sent without a thread waiting for it, so a caller that waits with a
-     * deadline waits for the reply itself. Null with a replica acknowledgement configured, whose
-     * wait blocks (the engine calls {@link #tryAcquire} on a worker).
+     * Whether the acquire script can be sent without a thread waiting for it: on a connection with
+     * asynchronous commands, and without a replica acknowledgement (whose wait blocks).
      */
     @Override
-    public CompletionStage<AcquireResult> tryAcquireAsync(LockKey key, String owner, Duration leaseFor) {
-        return acquireAsync(key, owner, leaseFor, null);
+    public boolean acquiresAsynchronously() {
+        return async != null && !writes.acknowledged();
     }
 
+    /** The acquire script sent without a thread waiting for it; only a waiter takes a place. */
     @Override
     public CompletionStage<AcquireResult> tryAcquireAsync(AcquireRequest request) {
-        return acquireAsync(request.key(), request.owner(), request.leaseFor(), request);
-    }
-
-    private CompletionStage<AcquireResult> acquireAsync(
-            LockKey key, String owner, Duration leaseFor, AcquireRequest request) {
-        if (writes.acknowledged() || async == null) {
-            return null;
+        if (!acquiresAsynchronously()) {
+            throw new UnsupportedOperationException(
+                    writes.acknowledged()
+                            ? "a store that waits for replica acknowledgement has no asynchronous acquire"
+                            : "this store's connection has no asynchronous commands");
         }
-        checkOwner(key, owner);
-        return queue.acquireAsync(async, keys, key, owner, millis(leaseFor), counterTtl, notices.waitsFor(key), request)
+        checkOwner(request.key(), request.owner());
+        return queue.acquireAsync(
+                        async,
+                        keys,
+                        request.key(),
+                        request.owner(),
+                        millis(request.leaseFor()),
+                        counterTtl,
+                        notices.waitsFor(request.key()),
+                        request)
                 .thenApply(RedisReplies::acquireResult);
     }
 

@@ -43,8 +43,13 @@ class RedisLateAsyncGrantTest {
                         .waitFor(Duration.ofMillis(300))
                         .build();
                 LockService closing = LockService.builder(store).build();
-                // warm up: the service's first waiting acquire and release on a running server
-                closing.acquire(LockKey.of("late", "warm"), waiting).close();
+                // warm up: the service's first waiting acquire and release on a running server (it
+                // connects and subscribes to force-releases, which a loaded machine may take longer
+                // than the 300 ms wait below to do)
+                closing.acquire(
+                                LockKey.of("late", "warm"),
+                                LeaseOptions.defaults().withWait(Duration.ofSeconds(30)))
+                        .close();
 
                 LocalRedis.signal(server, "STOP");
                 try {

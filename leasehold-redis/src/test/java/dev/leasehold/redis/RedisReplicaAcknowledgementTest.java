@@ -1,6 +1,7 @@
 package dev.leasehold.redis;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.assertj.core.api.Assertions.catchThrowableOfType;
 import static org.awaitility.Awaitility.await;
 
@@ -139,6 +140,16 @@ class RedisReplicaAcknowledgementTest {
             assertThat(store.leavesQueueWithoutBlocking())
                     .as("with an acknowledgement")
                     .isFalse();
+            assertThat(plain.acquiresAsynchronously())
+                    .as("an acquire only sent, without an acknowledgement")
+                    .isTrue();
+            assertThat(store.acquiresAsynchronously())
+                    .as("an acquire waited for, with an acknowledgement")
+                    .isFalse();
+            assertThatThrownBy(() -> store.tryAcquireAsync(
+                            AcquireRequest.once(LockKey.of("borrow", "B-async"), owner(), Duration.ofSeconds(30))))
+                    .isInstanceOf(UnsupportedOperationException.class)
+                    .hasMessageContaining("replica acknowledgement");
             String holder = owner();
             fence(store.tryAcquire(key, holder, Duration.ofSeconds(30)));
             String waiter = owner();

@@ -10,6 +10,7 @@ import dev.leasehold.idempotency.RequestRecords;
 import dev.leasehold.jdbc.JdbcLeaseStore;
 import dev.leasehold.memory.InMemoryLeaseStore;
 import dev.leasehold.redis.RedisLeaseStore;
+import dev.leasehold.spi.AcquireRequest;
 import dev.leasehold.spi.AcquireResult;
 import dev.leasehold.spi.LeaseStore;
 import dev.leasehold.testkit.TestServices;
@@ -121,11 +122,11 @@ class LeaseholdAutoConfigurationTest {
                 .run(context -> {
                     LeaseStore store = context.getBean(LeaseStore.class);
                     String owner = "0123456789abcdef0123456789abcdef";
-                    var answer =
-                            store.tryAcquireAsync(LockKey.of("autoconfig", "async"), owner, Duration.ofSeconds(30));
-                    assertThat(answer)
+                    assertThat(store.acquiresAsynchronously())
                             .as("the asynchronous acquire of the Redis store")
-                            .isNotNull();
+                            .isTrue();
+                    var answer = store.tryAcquireAsync(
+                            AcquireRequest.once(LockKey.of("autoconfig", "async"), owner, Duration.ofSeconds(30)));
                     assertThat(answer.toCompletableFuture().get(10, TimeUnit.SECONDS))
                             .isInstanceOf(AcquireResult.Granted.class);
                     assertThat(store.release(LockKey.of("autoconfig", "async"), owner))
