@@ -15,13 +15,13 @@ class RequestScopeTest {
     void noPartCanImitateAnother() {
         List<RequestScope> scopes = List.of(
                 new RequestScope("Payments.pay", "acme", "alice"),
-                new RequestScope("Payments.pay", "acme|user=alice", null),
-                new RequestScope("Payments.pay|tenant=acme", null, "alice"),
-                new RequestScope("Payments.pay|tenant=acme|user=alice", null, null),
-                new RequestScope("Payments.pay", null, "acme|user=alice"),
+                new RequestScope("Payments.pay", "acme|user:alice", null),
+                new RequestScope("Payments.pay|tenant:acme", null, "alice"),
+                new RequestScope("Payments.pay|tenant:acme|user:alice", null, null),
+                new RequestScope("Payments.pay", null, "acme|user:alice"),
                 new RequestScope("Payments.pay", "acme\\", "alice"),
-                new RequestScope("Payments.pay", "acme\\|user=alice", null),
-                new RequestScope("Payments.pay", "user=alice", null),
+                new RequestScope("Payments.pay", "acme\\|user:alice", null),
+                new RequestScope("Payments.pay", "user:alice", null),
                 new RequestScope("Payments.pay", null, "alice"));
         Set<String> texts = new HashSet<>();
         for (RequestScope scope : scopes) {
@@ -29,8 +29,8 @@ class RequestScopeTest {
                     .as("%s is a text of its own", scope)
                     .isTrue();
         }
-        assertThat(new RequestScope("Payments.pay", "acme|user=alice", null).text())
-                .isEqualTo("Payments.pay|tenant=acme\\|user=alice");
+        assertThat(new RequestScope("Payments.pay", "acme|user:alice", null).text())
+                .isEqualTo("Payments.pay|tenant:acme\\|user:alice");
     }
 
     @Test
@@ -43,40 +43,46 @@ class RequestScopeTest {
     }
 
     @Test
-    void plainPartsGiveTheTextStoredBeforeEscaping() {
+    void plainPartsAreStoredAsTheyAre() {
         assertThat(new RequestScope("Payments.pay", null, null).text()).isEqualTo("Payments.pay");
-        assertThat(new RequestScope("Payments.pay", "", "alice").text()).isEqualTo("Payments.pay|user=alice");
+        assertThat(new RequestScope("Payments.pay", "", "alice").text()).isEqualTo("Payments.pay|user:alice");
         assertThat(new RequestScope("Payments.pay", "acme", "alice").text())
-                .isEqualTo("Payments.pay|tenant=acme|user=alice");
-        String longUser = "alice-" + "x".repeat(200);
-        String before = "Payments.pay|tenant=t|user=" + longUser;
-        assertThat(new RequestScope("Payments.pay", "t", longUser).text())
-                .isEqualTo(before.substring(0, 63) + "#" + CanonicalJson.sha256(before));
+                .isEqualTo("Payments.pay|tenant:acme|user:alice");
     }
 
     @Test
-    void plainPartsOfEveryLengthGiveTheTextStoredBeforeEscaping() {
-        List<String> tenants = List.of("", "t", "acme-" + "x".repeat(140));
+    void noScopeWithATenantOrAPrincipalHasTheTextOnceStoredForIt() {
+        // Stored before scopes were structured by a guest whose tenant header spelled alice.
+        String forged = joinedAsOnceStored("Payments.pay", "acme|user=alice", null);
+        assertThat(forged).isEqualTo("Payments.pay|tenant=acme|user=alice");
+        assertThat(new RequestScope("Payments.pay", "acme", "alice").text()).isNotEqualTo(forged);
+
+        List<String> tenants = List.of("", "t", "acme|user=alice", "acme-" + "x".repeat(140));
         List<String> principals = new java.util.ArrayList<>(List.of("alice", "bob-" + "y".repeat(150)));
         principals.add(null);
         for (int length = 1; length <= 200; length++) {
-            // a base of every length, with a surrogate pair at each place the old cut can fall
             String base = ("P\uD83D\uDE00ay.ments-" + "b".repeat(200)).substring(0, length);
             if (Character.isHighSurrogate(base.charAt(base.length() - 1))) {
                 continue;
             }
             for (String tenant : tenants) {
                 for (String principal : principals) {
-                    assertThat(new RequestScope(base, tenant, principal).text())
-                            .as("base of %d characters, tenant %s, principal %s", length, tenant, principal)
-                            .isEqualTo(textStoredBeforeEscaping(base, tenant, principal));
+                    String text = new RequestScope(base, tenant, principal).text();
+                    String once = joinedAsOnceStored(base, tenant, principal);
+                    if (tenant.isEmpty() && principal == null) {
+                        assertThat(text).as("a base alone keeps its text").isEqualTo(once);
+                    } else {
+                        assertThat(text)
+                                .as("base of %d characters, tenant %s, principal %s", length, tenant, principal)
+                                .isNotEqualTo(once);
+                    }
                 }
             }
         }
     }
 
-    /** The scope text as it was stored before parts were escaped. */
-    private static String textStoredBeforeEscaping(String base, String tenant, String principal) {
+    /** The scope text as it was stored when scopes were joined text, the parts as sent. */
+    private static String joinedAsOnceStored(String base, String tenant, String principal) {
         StringBuilder scope = new StringBuilder(base);
         if (tenant != null && !tenant.isEmpty()) {
             scope.append("|tenant=").append(tenant);
@@ -103,7 +109,7 @@ class RequestScopeTest {
 
         assertThat(alice)
                 .hasSizeLessThanOrEqualTo(RequestScope.MAX_LENGTH)
-                .startsWith("Payments.pay|tenant=t|user=alice");
+                .startsWith("Payments.pay|tenant:t|user:alice");
         assertThat(bob).hasSizeLessThanOrEqualTo(RequestScope.MAX_LENGTH);
         assertThat(alice).isNotEqualTo(bob);
     }
@@ -114,7 +120,7 @@ class RequestScopeTest {
         // parts can compute the same start and hash, and offers them as a tenant of their own.
         RequestScope victim = new RequestScope("Payments.pay", "t".repeat(150), "alice");
         String shortened = victim.text();
-        String forgedTenant = shortened.substring("Payments.pay|tenant=".length());
+        String forgedTenant = shortened.substring("Payments.pay|tenant:".length());
         RequestScope attacker = new RequestScope("Payments.pay", forgedTenant, null);
 
         assertThat(shortened).hasSize(RequestScope.MAX_LENGTH);
@@ -122,17 +128,24 @@ class RequestScopeTest {
     }
 
     @Test
-    void noScopeCanImitateAShortenedFormCutInsideTheTenantOrUserLiteral() {
-        // Plain parts are cut at a fixed length, which can fall inside "|tenant=" or "|user=".
+    void noScopeCanImitateAShortenedFormWhereverItIsSplitIntoParts() {
         RequestScope victim = new RequestScope("P".repeat(49), "t", "bob-" + "y".repeat(150));
         String shortened = victim.text();
-        assertThat(shortened).startsWith("P".repeat(49) + "|tenant=t|user#");
+        assertThat(shortened)
+                .as("cut before the part that does not fit, never inside a separator")
+                .startsWith("P".repeat(49) + "|tenant:t#");
 
-        for (RequestScope attacker : List.of(
-                new RequestScope(shortened, null, null),
-                new RequestScope("P".repeat(49), shortened.substring(49 + "|tenant=".length()), null),
-                new RequestScope("P".repeat(49), "t", shortened.substring(49 + "|tenant=t|user".length())))) {
-            assertThat(attacker.text()).as("%s", attacker.base()).isNotEqualTo(shortened);
+        for (int at = 1; at < shortened.length(); at++) {
+            String head = shortened.substring(0, at);
+            String tail = shortened.substring(at);
+            for (RequestScope attacker : List.of(
+                    new RequestScope(shortened, null, null),
+                    new RequestScope(head, tail, null),
+                    new RequestScope(head, null, tail),
+                    new RequestScope("P".repeat(49), tail, null),
+                    new RequestScope("P".repeat(49), "t", tail))) {
+                assertThat(attacker.text()).as("%s", attacker).isNotEqualTo(shortened);
+            }
         }
     }
 
@@ -155,7 +168,7 @@ class RequestScopeTest {
     void controlCharactersAndUnpairedSurrogatesAreEscapedSoTheTextCanBeStored() {
         String text = new RequestScope("Payments.pay", null, "al\tice\uD800").text();
 
-        assertThat(text).isEqualTo("Payments.pay|user=al\\u0009ice\\uD800");
+        assertThat(text).isEqualTo("Payments.pay|user:al\\u0009ice\\uD800");
         assertThat(text.chars().noneMatch(Character::isISOControl)).isTrue();
         assertThat(CanonicalJson.sha256(text)).hasSize(64);
     }

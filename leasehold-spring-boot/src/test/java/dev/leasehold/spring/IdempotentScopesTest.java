@@ -23,18 +23,18 @@ class IdempotentScopesTest {
     @Test
     void theTenantAndThePrincipalQualifyTheScope() {
         assertThat(IdempotentScopes.scope("Payments.pay", null, null)).isEqualTo("Payments.pay");
-        assertThat(IdempotentScopes.scope("Payments.pay", null, "alice")).isEqualTo("Payments.pay|user=alice");
+        assertThat(IdempotentScopes.scope("Payments.pay", null, "alice")).isEqualTo("Payments.pay|user:alice");
         assertThat(IdempotentScopes.scope("Payments.pay", "acme", "alice"))
-                .isEqualTo("Payments.pay|tenant=acme|user=alice");
+                .isEqualTo("Payments.pay|tenant:acme|user:alice");
         assertThat(IdempotentScopes.scope("Payments.pay", null, "alice"))
                 .isNotEqualTo(IdempotentScopes.scope("Payments.pay", null, "bob"));
     }
 
     @Test
     void aTenantThatSpellsAUserIsNotThatUser() {
-        assertThat(IdempotentScopes.scope("Payments.pay", "acme|user=alice", null))
+        assertThat(IdempotentScopes.scope("Payments.pay", "acme|user:alice", null))
                 .isNotEqualTo(IdempotentScopes.scope("Payments.pay", "acme", "alice"));
-        assertThat(IdempotentScopes.scope("Payments.pay|tenant=acme", null, "alice"))
+        assertThat(IdempotentScopes.scope("Payments.pay|tenant:acme", null, "alice"))
                 .isNotEqualTo(IdempotentScopes.scope("Payments.pay", "acme", "alice"));
     }
 

@@ -484,7 +484,7 @@ abstract class AbstractIdempotentHttpTest {
         System.out.printf(
                 "[crash-http %s] halted between commit and answer: retry answered %d %s after %d ms, %d refusals;"
                         + " payments %d%n",
-                database().url().startsWith("jdbc:h2") ? "h2" : "postgresql",
+                database().engine(),
                 answer[0].status(),
                 answer[0].replayed() ? "(replayed)" : "(executed)",
                 Duration.ofNanos(System.nanoTime() - haltedAt).toMillis(),

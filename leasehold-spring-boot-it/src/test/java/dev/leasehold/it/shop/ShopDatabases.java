@@ -33,6 +33,24 @@ record ShopDatabases(String url, String user, String password) {
         }
     };
 
+    /** A fresh database on the MariaDB the tests find. */
+    static final Supplier<ShopDatabases> MARIADB = new Supplier<>() {
+        private ShopDatabases created;
+
+        @Override
+        public synchronized ShopDatabases get() {
+            if (created == null) {
+                created = mariadb();
+            }
+            return created;
+        }
+    };
+
+    /** The engine, as the JDBC URL names it: {@code h2}, {@code postgresql} or {@code mariadb}. */
+    String engine() {
+        return url.substring("jdbc:".length(), url.indexOf(':', "jdbc:".length()));
+    }
+
     void register(DynamicPropertyRegistry registry) {
         registry.add("spring.datasource.url", this::url);
         registry.add("spring.datasource.username", this::user);
@@ -71,6 +89,24 @@ record ShopDatabases(String url, String user, String password) {
         String separator = postgres.url().contains("?") ? "&" : "?";
         return new ShopDatabases(
                 postgres.url() + separator + "currentSchema=" + schema, postgres.user(), postgres.password());
+    }
+
+    private static ShopDatabases mariadb() {
+        TestServices.JdbcEndpoint mariadb = TestServices.mariadb();
+        String database =
+                "lh_shop_" + UUID.randomUUID().toString().replace("-", "").substring(0, 12);
+        try (Connection c = DriverManager.getConnection(mariadb.url(), mariadb.user(), mariadb.password());
+                Statement s = c.createStatement()) {
+            s.execute("CREATE DATABASE " + database);
+        } catch (SQLException e) {
+            throw new IllegalStateException("cannot create database " + database, e);
+        }
+        int slash = mariadb.url().lastIndexOf('/');
+        int query = mariadb.url().indexOf('?', slash);
+        String url = mariadb.url().substring(0, slash + 1)
+                + database
+                + (query < 0 ? "" : mariadb.url().substring(query));
+        return new ShopDatabases(url, mariadb.user(), mariadb.password());
     }
 
     static int freePort() {

@@ -3,6 +3,7 @@ package dev.leasehold.spring.retry;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.leasehold.jdbc.Database;
+import dev.leasehold.spring.schema.TestDatabases;
 import java.io.IOException;
 import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
@@ -23,9 +24,10 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 import org.postgresql.ds.PGSimpleDataSource;
 import org.springframework.jdbc.core.JdbcTemplate;
+import org.springframework.jdbc.datasource.DriverManagerDataSource;
 
 /**
- * The database queue's claims, driven step by step on H2 and PostgreSQL with the poller not
+ * The database queue's claims, driven step by step on H2, PostgreSQL and MariaDB with the poller not
  * started: one {@link JdbcRetryQueue#poll} per step, the other instance's moves written to the
  * table as that instance would write them.
  */
@@ -46,6 +48,10 @@ class JdbcRetryQueueTest {
             JdbcDataSource h2 = new JdbcDataSource();
             h2.setURL("jdbc:h2:mem:retry-queue-" + UUID.randomUUID() + ";DB_CLOSE_DELAY=-1");
             dataSource = h2;
+        } else if (database == Database.MARIADB) {
+            TestDatabases mariadb = TestDatabases.mariadb();
+            cleanups.add(mariadb::close);
+            dataSource = new DriverManagerDataSource(mariadb.url(), mariadb.user(), mariadb.password());
         } else {
             String schema = "retry_queue_" + UUID.randomUUID().toString().replace("-", "");
             PGSimpleDataSource pg = new PGSimpleDataSource();
@@ -99,7 +105,7 @@ class JdbcRetryQueueTest {
     @ParameterizedTest
     @EnumSource(
             value = Database.class,
-            names = {"H2", "POSTGRESQL"})
+            names = {"H2", "POSTGRESQL", "MARIADB"})
     void aRowRescheduledIntoTheFutureBetweenSelectAndClaimIsNotClaimed(Database database) throws Exception {
         DataSource dataSource = dataSource(database);
         JdbcTemplate jdbc = new JdbcTemplate(dataSource);
@@ -136,7 +142,7 @@ class JdbcRetryQueueTest {
     @ParameterizedTest
     @EnumSource(
             value = Database.class,
-            names = {"H2", "POSTGRESQL"})
+            names = {"H2", "POSTGRESQL", "MARIADB"})
     void afterAResetOfAnAbandonedClaimItsOldTokenSettlesNothing(Database database) throws Exception {
         DataSource dataSource = dataSource(database);
         JdbcTemplate jdbc = new JdbcTemplate(dataSource);
@@ -181,7 +187,7 @@ class JdbcRetryQueueTest {
     @ParameterizedTest
     @EnumSource(
             value = Database.class,
-            names = {"H2", "POSTGRESQL"})
+            names = {"H2", "POSTGRESQL", "MARIADB"})
     void parkingARowThatAnotherDeliveryCompletedAndDeletedBringsNothingBack(Database database) throws Exception {
         DataSource dataSource = dataSource(database);
         JdbcTemplate jdbc = new JdbcTemplate(dataSource);
@@ -204,7 +210,7 @@ class JdbcRetryQueueTest {
     @ParameterizedTest
     @EnumSource(
             value = Database.class,
-            names = {"H2", "POSTGRESQL"})
+            names = {"H2", "POSTGRESQL", "MARIADB"})
     void parkingOutsideAHandlerStoresTheTaskAsFailed(Database database) throws Exception {
         DataSource dataSource = dataSource(database);
         JdbcTemplate jdbc = new JdbcTemplate(dataSource);

@@ -7,11 +7,15 @@ import java.sql.SQLException;
 import java.sql.Statement;
 import java.util.UUID;
 
-/** A fresh, empty database on a shared server, dropped when closed, so a test owns its whole schema. */
-record TestDatabases(String url, String user, String password, Runnable drop) implements AutoCloseable {
+/**
+ * A fresh, empty database on a shared server (H2 in memory, PostgreSQL, MariaDB), dropped when
+ * closed, so a test owns its whole schema.
+ */
+public record TestDatabases(String url, String user, String password, Runnable drop) implements AutoCloseable {
 
-    static TestDatabases h2() {
-        String name = "flyway-" + UUID.randomUUID();
+    /** A fresh in-memory H2 database, shut down when closed. */
+    public static TestDatabases h2() {
+        String name = "lh-test-" + UUID.randomUUID();
         return new TestDatabases("jdbc:h2:mem:" + name + ";DB_CLOSE_DELAY=-1", "sa", "", () -> {
             try (Connection c = DriverManager.getConnection("jdbc:h2:mem:" + name, "sa", "");
                     Statement s = c.createStatement()) {
@@ -22,16 +26,18 @@ record TestDatabases(String url, String user, String password, Runnable drop) im
         });
     }
 
-    static TestDatabases postgres() {
+    /** A fresh database on the PostgreSQL the tests find (else the test is skipped). */
+    public static TestDatabases postgres() {
         return on(TestServices.postgres(), "\"", "\"");
     }
 
-    static TestDatabases mariadb() {
+    /** A fresh database on the MariaDB the tests find (else the test is skipped). */
+    public static TestDatabases mariadb() {
         return on(TestServices.mariadb(), "`", "`");
     }
 
     private static TestDatabases on(TestServices.JdbcEndpoint server, String open, String close) {
-        String name = "lh_fw_" + UUID.randomUUID().toString().replace("-", "").substring(0, 12);
+        String name = "lh_t_" + UUID.randomUUID().toString().replace("-", "").substring(0, 12);
         exec(server, "CREATE DATABASE " + open + name + close);
         int slash = server.url().lastIndexOf('/');
         int query = server.url().indexOf('?', slash);

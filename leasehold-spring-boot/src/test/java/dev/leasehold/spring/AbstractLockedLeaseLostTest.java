@@ -2,32 +2,50 @@ package dev.leasehold.spring;
 
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
 import static org.springframework.test.web.servlet.request.MockMvcRequestBuilders.post;
 
 import dev.leasehold.Lease;
+import dev.leasehold.LeaseInfo;
 import dev.leasehold.LeaseLostException;
+import dev.leasehold.LeaseStoreException;
 import dev.leasehold.LockKey;
 import dev.leasehold.LockService;
 import dev.leasehold.jdbc.FencedUpdate;
+import dev.leasehold.jdbc.StaleFenceException;
+import dev.leasehold.spi.AcquireResult;
+import dev.leasehold.spi.Grant;
+import dev.leasehold.spi.LeaseStore;
+import dev.leasehold.spring.schema.TestDatabases;
 import io.micrometer.observation.Observation;
 import io.micrometer.observation.ObservationHandler;
 import io.micrometer.observation.ObservationRegistry;
 import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.SQLTransientConnectionException;
+import java.time.Duration;
 import java.util.List;
-import java.util.UUID;
+import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import javax.sql.DataSource;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
 import org.springframework.boot.autoconfigure.aop.AopAutoConfiguration;
 import org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration;
 import org.springframework.boot.jdbc.autoconfigure.DataSourceTransactionManagerAutoConfiguration;
 import org.springframework.boot.jdbc.autoconfigure.JdbcTemplateAutoConfiguration;
+import org.springframework.boot.sql.init.dependency.DependsOnDatabaseInitialization;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 import org.springframework.boot.transaction.autoconfigure.TransactionAutoConfiguration;
+import org.springframework.context.ApplicationContext;
+import org.springframework.context.annotation.Bean;
+import org.springframework.context.annotation.Configuration;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.jdbc.datasource.DataSourceUtils;
 import org.springframework.test.web.servlet.MockMvc;
@@ -44,12 +62,96 @@ import org.springframework.web.bind.annotation.RestController;
 
 /**
  * A {@code @Locked} transaction whose lease is lost while it runs (force-released by an operator,
- * then taken by a second holder on another instance, coordinated by latches) on H2 with the JDBC
- * lease store: the first holder's transaction rolls back at its commit and the call answers 409
- * lease-lost, so two increments never leave the counter at 1. The method reaches its lease through
- * {@link LockedContext#current()} and can fence its write with {@link FencedUpdate}.
+ * or run out while the store refuses its renewals, then taken by a second holder on another
+ * instance, coordinated by latches) with the JDBC lease store on the database of the subclass: the
+ * first holder's transaction rolls back at its commit and the call answers 409 lease-lost, so two
+ * increments never leave the counter at 1. The method reaches its lease through {@link
+ * LockedContext#current()} and can fence its write with {@link FencedUpdate}: a former holder's
+ * fenced write is refused once a newer holder wrote, also where no transaction of the method's
+ * could be checked at its commit.
  */
-class LockedLeaseLostTest {
+abstract class AbstractLockedLeaseLostTest {
+
+    /** A fresh database for one test, on the engine of the subclass. */
+    abstract TestDatabases database();
+
+    private TestDatabases database;
+
+    @BeforeEach
+    void createDatabase() {
+        database = database();
+    }
+
+    @AfterEach
+    void dropDatabase() {
+        database.close();
+    }
+
+    /**
+     * The lease store of an instance, which can be told to refuse renewals as a store that does not
+     * answer in time would: a lease then ends at its expiry while its method still runs.
+     */
+    static final class RenewalRefusingStore implements LeaseStore {
+        private final LeaseStore store;
+        private volatile boolean refusing;
+
+        RenewalRefusingStore(LeaseStore store) {
+            this.store = store;
+        }
+
+        void refuseRenewals() {
+            refusing = true;
+        }
+
+        @Override
+        public AcquireResult tryAcquire(LockKey key, String owner, Duration leaseFor) {
+            return store.tryAcquire(key, owner, leaseFor);
+        }
+
+        @Override
+        public Optional<Grant> renew(LockKey key, String owner, Duration leaseFor) {
+            if (refusing) {
+                throw new LeaseStoreException(
+                        "renew", key.render(), new SQLTransientConnectionException("renewals refused (test)"));
+            }
+            return store.renew(key, owner, leaseFor);
+        }
+
+        @Override
+        public boolean release(LockKey key, String owner) {
+            return store.release(key, owner);
+        }
+
+        @Override
+        public Optional<LeaseInfo> inspect(LockKey key) {
+            return store.inspect(key);
+        }
+
+        @Override
+        public boolean forceRelease(LockKey key) {
+            return store.forceRelease(key);
+        }
+
+        @Override
+        public String name() {
+            return store.name();
+        }
+
+        @Override
+        public void close() {
+            store.close();
+        }
+    }
+
+    @Configuration(proxyBeanMethods = false)
+    static class RefusableRenewals {
+        @Bean
+        @DependsOnDatabaseInitialization
+        RenewalRefusingStore leaseholdLeaseStore(
+                LeaseholdProperties properties, DataSource dataSource, ApplicationContext context) {
+            return new RenewalRefusingStore(LeaseStores.create(properties, dataSource, context));
+        }
+    }
 
     static final LockKey KEY = LockKey.of("counter", "c1");
 
@@ -79,12 +181,42 @@ class LockedLeaseLostTest {
         @Locked(namespace = "counter", key = "#id")
         @Transactional
         public long increment(String id) throws InterruptedException {
+            return incrementUnderTheLease(id);
+        }
+
+        private long incrementUnderTheLease(String id) throws InterruptedException {
             seen = LockedContext.current();
             long value = jdbc.queryForObject("SELECT n FROM counter WHERE id = ?", Long.class, id);
             inside.countDown();
             mayWrite.await(30, TimeUnit.SECONDS);
             jdbc.update("UPDATE counter SET n = ? WHERE id = ?", value + 1, id);
             return value + 1;
+        }
+
+        /** As {@link #increment}, under a lease of 1 s (renewed while it runs, if the store lets it). */
+        @Locked(namespace = "counter", key = "#id", leaseFor = "1s")
+        @Transactional
+        public long shortLeaseIncrement(String id) throws InterruptedException {
+            return incrementUnderTheLease(id);
+        }
+
+        /**
+         * Increments in a fenced transaction of its own (no Spring transaction of the method's: only
+         * the fence keeps a former holder from writing), under a lease of 1 s; the number of rows.
+         */
+        @Locked(namespace = "counter", key = "#id", leaseFor = "1s")
+        public int fencedWriteOfItsOwn(String id) throws Exception {
+            Lease lease = LockedContext.current();
+            seen = lease;
+            inside.countDown();
+            mayWrite.await(30, TimeUnit.SECONDS);
+            return FencedUpdate.on(dataSource).run(lease, connection -> {
+                try (PreparedStatement update =
+                        connection.prepareStatement("UPDATE counter SET n = n + 1 WHERE id = ?")) {
+                    update.setString(1, id);
+                    return update.executeUpdate();
+                }
+            });
         }
 
         /** As {@link #increment}, the write fenced with the lease's fence in the same transaction. */
@@ -154,9 +286,14 @@ class LockedLeaseLostTest {
         long increment(@PathVariable String id) throws InterruptedException {
             return counter.increment(id);
         }
+
+        @PostMapping("/counters/{id}/short-lease-increments")
+        long shortLeaseIncrement(@PathVariable String id) throws InterruptedException {
+            return counter.shortLeaseIncrement(id);
+        }
     }
 
-    private static ApplicationContextRunner instance(String database) {
+    private ApplicationContextRunner instance() {
         return new ApplicationContextRunner()
                 .withConfiguration(AutoConfigurations.of(
                         AopAutoConfiguration.class,
@@ -166,8 +303,12 @@ class LockedLeaseLostTest {
                         JdbcTemplateAutoConfiguration.class,
                         LeaseholdAutoConfiguration.class))
                 .withPropertyValues(
-                        "spring.datasource.url=jdbc:h2:mem:" + database + ";DB_CLOSE_DELAY=-1",
+                        "spring.datasource.url=" + database.url(),
+                        "spring.datasource.username=" + database.user(),
+                        "spring.datasource.password=" + database.password(),
+                        "leasehold.jdbc.initialize-schema=always",
                         "leasehold.stale-scan.enabled=false")
+                .withUserConfiguration(RefusableRenewals.class)
                 .withBean(Counter.class)
                 .withBean(Flushing.class);
     }
@@ -179,8 +320,7 @@ class LockedLeaseLostTest {
 
     @Test
     void theCommitCheckRunsAfterTheFlushSoALeaseLostDuringTheFlushRollsBack() {
-        String database = "lease-lost-flush-" + UUID.randomUUID();
-        instance(database).run(a -> {
+        instance().run(a -> {
             JdbcTemplate jdbc = a.getBean(JdbcTemplate.class);
             counterTable(jdbc);
             LockService locks = a.getBean(LockService.class);
@@ -205,8 +345,7 @@ class LockedLeaseLostTest {
 
     @Test
     void aJoinedCallersTransactionIsFlushedBeforeTheCheckToo() {
-        String database = "lease-lost-flush-joined-" + UUID.randomUUID();
-        instance(database).run(a -> {
+        instance().run(a -> {
             JdbcTemplate jdbc = a.getBean(JdbcTemplate.class);
             counterTable(jdbc);
             LockService locks = a.getBean(LockService.class);
@@ -225,8 +364,7 @@ class LockedLeaseLostTest {
 
     @Test
     void aFailingFlushPropagatesAndRollsBack() {
-        String database = "flush-fails-" + UUID.randomUUID();
-        instance(database).run(a -> {
+        instance().run(a -> {
             JdbcTemplate jdbc = a.getBean(JdbcTemplate.class);
             counterTable(jdbc);
 
@@ -264,23 +402,19 @@ class LockedLeaseLostTest {
                 stopped.add(context.getName());
             }
         });
-        instance("scope-fails-" + UUID.randomUUID())
-                .withBean(ObservationRegistry.class, () -> registry)
-                .run(a -> {
-                    assertThatThrownBy(() -> a.getBean(Flushing.class).plain("c1"))
-                            .hasMessage("tracing context unavailable");
+        instance().withBean(ObservationRegistry.class, () -> registry).run(a -> {
+            assertThatThrownBy(() -> a.getBean(Flushing.class).plain("c1")).hasMessage("tracing context unavailable");
 
-                    assertThat(a.getBean(LockService.class).inspect(KEY))
-                            .as("the lease was released, not held until its expiry")
-                            .isEmpty();
-                    assertThat(stopped).contains(LeaseholdObservations.HOLD);
-                });
+            assertThat(a.getBean(LockService.class).inspect(KEY))
+                    .as("the lease was released, not held until its expiry")
+                    .isEmpty();
+            assertThat(stopped).contains(LeaseholdObservations.HOLD);
+        });
     }
 
     @Test
     void aTransactionWhoseLeaseWasLostAndTakenRollsBackAtCommitAndAnswers409() {
-        String database = "lease-lost-" + UUID.randomUUID();
-        instance(database).run(a -> instance(database).run(b -> {
+        instance().run(a -> instance().run(b -> {
             JdbcTemplate jdbc = a.getBean(JdbcTemplate.class);
             jdbc.execute("CREATE TABLE counter (id VARCHAR(16) PRIMARY KEY, n BIGINT NOT NULL)");
             jdbc.update("INSERT INTO counter VALUES ('c1', 0)");
@@ -326,8 +460,7 @@ class LockedLeaseLostTest {
 
     @Test
     void aLeaseLostLocallyRollsBackTheCommitWithLeaseLost() {
-        String database = "lease-lost-local-" + UUID.randomUUID();
-        instance(database).run(a -> {
+        instance().run(a -> {
             JdbcTemplate jdbc = a.getBean(JdbcTemplate.class);
             jdbc.execute("CREATE TABLE counter (id VARCHAR(16) PRIMARY KEY, n BIGINT NOT NULL)");
             jdbc.update("INSERT INTO counter VALUES ('c1', 0)");
@@ -357,8 +490,7 @@ class LockedLeaseLostTest {
 
     @Test
     void aFencedWriteOfTheMethodUsesTheLeasesFence() {
-        String database = "lease-fenced-" + UUID.randomUUID();
-        instance(database).run(a -> {
+        instance().run(a -> {
             JdbcTemplate jdbc = a.getBean(JdbcTemplate.class);
             jdbc.execute("CREATE TABLE counter (id VARCHAR(16) PRIMARY KEY, n BIGINT NOT NULL)");
             jdbc.update("INSERT INTO counter VALUES ('c1', 0)");
@@ -377,5 +509,105 @@ class LockedLeaseLostTest {
                     .as("outside a @Locked method there is no lease")
                     .isEmpty();
         });
+    }
+
+    @Test
+    void aMethodThatOutlastsItsLeaseWhileRenewalsFailRollsBackAndAnswers409() {
+        instance().run(a -> instance().run(b -> {
+            JdbcTemplate jdbc = a.getBean(JdbcTemplate.class);
+            counterTable(jdbc);
+            Counter first = a.getBean(Counter.class);
+            MockMvc mvc = MockMvcBuilders.standaloneSetup(new Increments(first))
+                    .setControllerAdvice(new LeaseholdProblemHandler())
+                    .build();
+            CountDownLatch inside = new CountDownLatch(1);
+            CountDownLatch mayWrite = new CountDownLatch(1);
+            first.pauseInside(inside, mayWrite);
+            ((RenewalRefusingStore) a.getBean(LeaseStore.class)).refuseRenewals();
+
+            CompletableFuture<MvcResult> slow = CompletableFuture.supplyAsync(() -> {
+                try {
+                    return mvc.perform(post("/counters/c1/short-lease-increments"))
+                            .andReturn();
+                } catch (Exception e) {
+                    throw new IllegalStateException(e);
+                }
+            });
+            assertThat(inside.await(30, TimeUnit.SECONDS)).isTrue();
+            Lease lease = first.seen();
+            // The method's work outlasts its 1 s lease, which no renewal extends: it runs out.
+            await().atMost(Duration.ofSeconds(30)).until(() -> !lease.isHeld());
+            LockService other = b.getBean(LockService.class);
+            await().atMost(Duration.ofSeconds(30))
+                    .until(() -> other.inspect(KEY).isEmpty());
+            assertThat(b.getBean(Counter.class).increment("c1"))
+                    .as("the second holder increments")
+                    .isEqualTo(1);
+
+            mayWrite.countDown();
+            MvcResult answer = slow.get(30, TimeUnit.SECONDS);
+
+            long counter = jdbc.queryForObject("SELECT n FROM counter WHERE id = 'c1'", Long.class);
+            int succeeded = 1 + (answer.getResponse().getStatus() == 200 ? 1 : 0);
+            assertThat(counter)
+                    .as(
+                            "every increment that answered success is in the counter (first answered %d %s)",
+                            answer.getResponse().getStatus(),
+                            answer.getResponse().getContentAsString())
+                    .isEqualTo(succeeded);
+            assertThat(answer.getResponse().getStatus())
+                    .as("the commit of the lease that ran out was refused")
+                    .isEqualTo(409);
+            assertThat(answer.getResponse().getContentAsString()).contains("lease-lost");
+            assertThat(counter)
+                    .as("nothing of the first holder's was committed")
+                    .isEqualTo(1);
+        }));
+    }
+
+    @Test
+    void aFormerHoldersFencedWriteIsRefusedOnceANewerHolderWrote() {
+        instance().run(a -> instance().run(b -> {
+            JdbcTemplate jdbc = a.getBean(JdbcTemplate.class);
+            counterTable(jdbc);
+            Counter first = a.getBean(Counter.class);
+            CountDownLatch inside = new CountDownLatch(1);
+            CountDownLatch mayWrite = new CountDownLatch(1);
+            first.pauseInside(inside, mayWrite);
+            ((RenewalRefusingStore) a.getBean(LeaseStore.class)).refuseRenewals();
+
+            CompletableFuture<Integer> stale = CompletableFuture.supplyAsync(() -> {
+                try {
+                    return first.fencedWriteOfItsOwn("c1");
+                } catch (Exception e) {
+                    throw new CompletionException(e);
+                }
+            });
+            assertThat(inside.await(30, TimeUnit.SECONDS)).isTrue();
+            Lease former = first.seen();
+            await().atMost(Duration.ofSeconds(30)).until(() -> !former.isHeld());
+            LockService other = b.getBean(LockService.class);
+            await().atMost(Duration.ofSeconds(30))
+                    .until(() -> other.inspect(KEY).isEmpty());
+            Counter second = b.getBean(Counter.class);
+            assertThat(second.fencedWriteOfItsOwn("c1"))
+                    .as("the newer holder's fenced write")
+                    .isEqualTo(1);
+            long newer = second.seen().fence();
+            assertThat(newer).isGreaterThan(former.fence());
+
+            mayWrite.countDown();
+
+            assertThatThrownBy(() -> stale.get(30, TimeUnit.SECONDS))
+                    .as("the former holder's write, fenced with fence %d after fence %d wrote", former.fence(), newer)
+                    .hasCauseInstanceOf(StaleFenceException.class);
+            assertThat(jdbc.queryForObject("SELECT n FROM counter WHERE id = 'c1'", Long.class))
+                    .as("only the newer holder's write is in the counter")
+                    .isEqualTo(1);
+            assertThat(jdbc.queryForObject(
+                            "SELECT fence FROM leasehold_fence WHERE resource = ?", Long.class, KEY.render()))
+                    .as("the key's fence is the newer holder's")
+                    .isEqualTo(newer);
+        }));
     }
 }

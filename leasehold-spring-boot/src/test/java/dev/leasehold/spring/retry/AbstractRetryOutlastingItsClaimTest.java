@@ -11,23 +11,29 @@ import dev.leasehold.LockService;
 import dev.leasehold.idempotency.RequestRecords;
 import dev.leasehold.spring.LeaseholdAutoConfiguration;
 import dev.leasehold.spring.Locked;
+import dev.leasehold.spring.schema.TestDatabases;
 import java.sql.Connection;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.List;
+import java.util.Map;
 import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import javax.sql.DataSource;
+import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.springframework.amqp.rabbit.connection.CachingConnectionFactory;
 import org.springframework.amqp.rabbit.connection.ConnectionFactory;
 import org.springframework.amqp.rabbit.core.RabbitAdmin;
+import org.springframework.beans.factory.DisposableBean;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
 import org.springframework.boot.autoconfigure.aop.AopAutoConfiguration;
+import org.springframework.boot.jdbc.DataSourceBuilder;
 import org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration;
 import org.springframework.boot.jdbc.autoconfigure.DataSourceTransactionManagerAutoConfiguration;
 import org.springframework.boot.test.context.assertj.AssertableApplicationContext;
@@ -39,14 +45,24 @@ import org.springframework.core.env.Environment;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.jdbc.datasource.DelegatingDataSource;
 import org.springframework.transaction.annotation.Transactional;
+import org.springframework.transaction.support.TransactionSynchronization;
+import org.springframework.transaction.support.TransactionSynchronizationManager;
 
 /**
  * A delayed retry whose job runs longer than the request records' stale threshold (2 s) and the
- * queue's claim timeout (1 s), with two instances on one database (and one broker): the running
- * retry keeps its claim and its delivery alive, so the job runs once and commits once, and the
- * ledger and the queue end settled (SUCCESS, nothing waiting).
+ * queue's claim timeout (1 s), with two instances on one database of the subclass (and one
+ * broker): the running retry keeps its claim and its delivery alive, so the job runs once and
+ * commits once, and the ledger and the queue end settled (SUCCESS, nothing waiting). A run that
+ * loses its claims while it runs (its instance cannot reach the database) is taken over by the
+ * other instance, and its own commit is refused: the job's effect exists once, the other
+ * instance's.
  */
-class RetryOutlastingItsClaimTest {
+abstract class AbstractRetryOutlastingItsClaimTest {
+
+    /** A fresh database for one test, on the engine of the subclass. */
+    abstract TestDatabases database();
+
+    private TestDatabases database;
 
     static final Duration JOB_TIME = Duration.ofSeconds(6);
 
@@ -55,8 +71,31 @@ class RetryOutlastingItsClaimTest {
 
     static volatile CountDownLatch entered = new CountDownLatch(1);
 
-    /** Whether the first call makes instance A's request records unreachable while it runs. */
-    static volatile boolean firstCallLosesItsHeartbeats;
+    /** How each call of the job by instance ended: {@code "A committed"}, {@code "B rolled back"}. */
+    static final List<String> OUTCOMES = new CopyOnWriteArrayList<>();
+
+    /** What the first call of the job does besides its slow work. */
+    enum FirstCall {
+        /** Nothing: it is slow, like every call. */
+        SLOW,
+        /** It makes instance A's request records unreachable for longer than their stale threshold. */
+        LOSES_ITS_HEARTBEATS,
+        /**
+         * Its instance cannot reach the database for new connections (its own transaction keeps its
+         * connection) until the other instance's run of the task has begun; it then returns and
+         * tries to commit while that run is still going, which waits until the first one ended.
+         */
+        IS_TAKEN_OVER
+    }
+
+    static volatile FirstCall firstCall = FirstCall.SLOW;
+
+    /** Per instance: while set, its DataSource refuses new connections (its open ones keep working). */
+    static final Map<String, AtomicBoolean> UNPLUGGED = new ConcurrentHashMap<>();
+
+    static AtomicBoolean unplugged(String instance) {
+        return UNPLUGGED.computeIfAbsent(instance, name -> new AtomicBoolean());
+    }
 
     /** A slow background job: one row per committed run. */
     public static class SlowJob {
@@ -74,8 +113,27 @@ class RetryOutlastingItsClaimTest {
             boolean first = CALLS.isEmpty();
             CALLS.add(instance);
             jdbc.update("INSERT INTO slow_effect (id, instance) VALUES (?, ?)", id, instance);
+            TransactionSynchronizationManager.registerSynchronization(new TransactionSynchronization() {
+                @Override
+                public void afterCompletion(int status) {
+                    OUTCOMES.add(instance + (status == STATUS_COMMITTED ? " committed" : " rolled back"));
+                }
+            });
             entered.countDown();
-            if (first && firstCallLosesItsHeartbeats) {
+            if (firstCall == FirstCall.IS_TAKEN_OVER) {
+                if (first) {
+                    // Its request record, queue row and lease are no longer renewed: the other
+                    // instance takes the task over and begins to run it.
+                    unplugged(instance).set(true);
+                    await().atMost(Duration.ofSeconds(60)).until(() -> CALLS.size() == 2);
+                    unplugged(instance).set(false);
+                } else {
+                    // The run that was taken over tries to commit while this one is still going.
+                    await().atMost(Duration.ofSeconds(60)).until(() -> !OUTCOMES.isEmpty());
+                }
+                return;
+            }
+            if (first && firstCall == FirstCall.LOSES_ITS_HEARTBEATS) {
                 RECORDS_DOWN.set(true);
                 Thread.sleep(4000); // longer than stale-after (2 s) without one renewal
                 RECORDS_DOWN.set(false);
@@ -108,15 +166,49 @@ class RetryOutlastingItsClaimTest {
         }
     }
 
+    /** An instance's DataSource: a pool on the test's database that can be unplugged. */
+    static final class Unpluggable extends DelegatingDataSource implements DisposableBean {
+        private final AtomicBoolean unplugged;
+
+        Unpluggable(DataSource pool, AtomicBoolean unplugged) {
+            super(pool);
+            this.unplugged = unplugged;
+        }
+
+        @Override
+        public Connection getConnection() throws SQLException {
+            if (unplugged.get()) {
+                throw new SQLException("the database is unreachable from this instance (test)", "08001");
+            }
+            return super.getConnection();
+        }
+
+        @Override
+        public void destroy() throws Exception {
+            if (getTargetDataSource() instanceof AutoCloseable pool) {
+                pool.close();
+            }
+        }
+    }
+
     @BeforeEach
     void reset() {
         CALLS.clear();
+        OUTCOMES.clear();
         RECORDS_DOWN.set(false);
-        firstCallLosesItsHeartbeats = false;
+        UNPLUGGED.clear();
+        firstCall = FirstCall.SLOW;
         entered = new CountDownLatch(1);
+        database = database();
     }
 
-    private static ApplicationContextRunner instance(String name, String database) {
+    @AfterEach
+    void dropDatabase() {
+        database.close();
+    }
+
+    private ApplicationContextRunner instance(String name) {
+        TestDatabases db = database;
         return new ApplicationContextRunner()
                 .withConfiguration(AutoConfigurations.of(
                         DataSourceAutoConfiguration.class,
@@ -126,7 +218,7 @@ class RetryOutlastingItsClaimTest {
                         LeaseholdAutoConfiguration.class))
                 .withPropertyValues(
                         "test.instance=" + name,
-                        "spring.datasource.url=jdbc:h2:mem:" + database + ";DB_CLOSE_DELAY=-1",
+                        "leasehold.jdbc.initialize-schema=always",
                         "leasehold.stale-scan.enabled=false",
                         "leasehold.idempotency.stale-after=2s",
                         "leasehold.retry.claim-timeout=1s",
@@ -135,12 +227,22 @@ class RetryOutlastingItsClaimTest {
                         "leasehold.retry.max-delay=400ms",
                         "leasehold.retry.max-attempts=1000",
                         "leasehold.lock.lease-time=3s")
+                .withBean(
+                        "dataSource",
+                        DataSource.class,
+                        () -> new Unpluggable(
+                                DataSourceBuilder.create()
+                                        .url(db.url())
+                                        .username(db.user())
+                                        .password(db.password())
+                                        .build(),
+                                unplugged(name)))
                 .withBean(SlowJob.class);
     }
 
     /** Makes the job busy, calls it on {@code a} so that it is stored for a retry, then frees the key. */
     private static void storeARetry(AssertableApplicationContext a, String id) {
-        JdbcTemplate jdbc = new JdbcTemplate(a.getBean(DataSource.class));
+        JdbcTemplate jdbc = direct(a);
         jdbc.execute("CREATE TABLE slow_effect (id VARCHAR(64) NOT NULL, instance VARCHAR(8) NOT NULL)");
         LockService locks = a.getBean(LockService.class);
         try (Lease held = locks.tryAcquire(LockKey.of("slow", id), LeaseOptions.defaults(), LockOwner.create("other"))
@@ -153,6 +255,11 @@ class RetryOutlastingItsClaimTest {
             }
             assertThat(CALLS).as("nothing ran while the key was busy").isEmpty();
         }
+    }
+
+    /** The test's own view of the database: never unplugged. */
+    private static JdbcTemplate direct(AssertableApplicationContext context) {
+        return new JdbcTemplate(((Unpluggable) context.getBean(DataSource.class)).getTargetDataSource());
     }
 
     private static int effects(JdbcTemplate jdbc) {
@@ -173,11 +280,10 @@ class RetryOutlastingItsClaimTest {
 
     @Test
     void onTheDatabaseQueueARetryLongerThanItsClaimRunsOnceOnTwoInstances() {
-        String database = "retry-outlast-" + UUID.randomUUID();
-        instance("A", database).run(a -> instance("B", database).run(b -> {
+        instance("A").run(a -> instance("B").run(b -> {
             assertThat(a).hasNotFailed().hasSingleBean(JdbcRetryQueue.class);
             assertThat(b).hasNotFailed().hasSingleBean(JdbcRetryQueue.class);
-            JdbcTemplate jdbc = new JdbcTemplate(a.getBean(DataSource.class));
+            JdbcTemplate jdbc = direct(a);
             storeARetry(a, "k1");
 
             assertThat(entered.await(30, TimeUnit.SECONDS))
@@ -207,12 +313,11 @@ class RetryOutlastingItsClaimTest {
 
     @Test
     void aRunWhoseHeartbeatsFailUntilItsClaimExpiresRollsBackAndTheTaskCommitsOnce() {
-        String database = "retry-heartbeat-" + UUID.randomUUID();
-        firstCallLosesItsHeartbeats = true;
-        ApplicationContextRunner a = instance("A", database).withUserConfiguration(FlakyRecords.class);
+        firstCall = FirstCall.LOSES_ITS_HEARTBEATS;
+        ApplicationContextRunner a = instance("A").withUserConfiguration(FlakyRecords.class);
         a.run(context -> {
             assertThat(context).hasNotFailed();
-            JdbcTemplate jdbc = new JdbcTemplate(context.getBean(DataSource.class));
+            JdbcTemplate jdbc = direct(context);
             storeARetry(context, "k3");
             assertThat(entered.await(30, TimeUnit.SECONDS)).isTrue();
 
@@ -229,23 +334,58 @@ class RetryOutlastingItsClaimTest {
     }
 
     @Test
+    void aRunTakenOverByTheOtherInstanceWhileItRunsCannotCommitAndTheTaskCommitsOnce() {
+        firstCall = FirstCall.IS_TAKEN_OVER;
+        instance("A").run(a -> instance("B").run(b -> {
+            assertThat(a).hasNotFailed();
+            assertThat(b).hasNotFailed();
+            JdbcTemplate jdbc = direct(a);
+            storeARetry(a, "k4");
+            assertThat(entered.await(30, TimeUnit.SECONDS))
+                    .as("one instance runs the job")
+                    .isTrue();
+            String first = CALLS.get(0);
+            String other = first.equals("A") ? "B" : "A";
+
+            await().atMost(Duration.ofSeconds(60)).untilAsserted(() -> assertThat(state(jdbc))
+                    .as("calls " + CALLS + ", outcomes " + OUTCOMES)
+                    .isEqualTo("ledger=SUCCESS queued=0 effects=1"));
+            // Long enough for any further delivery (poll 100 ms, claim timeout 1 s) to have run.
+            await().during(Duration.ofSeconds(3)).atMost(Duration.ofSeconds(10)).until(() -> CALLS.size() == 2);
+
+            assertThat(CALLS)
+                    .as("the other instance took the task over while the first run was still going")
+                    .containsExactly(first, other);
+            assertThat(OUTCOMES)
+                    .as("the run that was taken over tried to commit first, and was rolled back")
+                    .containsExactly(first + " rolled back", other + " committed");
+            assertThat(jdbc.queryForList("SELECT instance FROM slow_effect", String.class))
+                    .as("the job's effect exists once: the run that took over")
+                    .containsExactly(other);
+            assertThat(ledger(jdbc)).as("the ledger says done").isEqualTo("SUCCESS");
+            assertThat(jdbc.queryForObject("SELECT COUNT(*) FROM leasehold_retry", Integer.class))
+                    .as("nothing left in the queue to run again")
+                    .isZero();
+        }));
+    }
+
+    @Test
     void onRabbitARedeliveryWhileTheFirstRunIsStillGoingDoesNotRunTheJobAgain() {
         CachingConnectionFactory factoryA = TestRabbit.confirming();
         CachingConnectionFactory factoryB = TestRabbit.confirming();
         String prefix = "leasehold-test.outlast." + UUID.randomUUID();
-        String database = "retry-outlast-rabbit-" + UUID.randomUUID();
         try {
-            instance("A", database)
+            instance("A")
                     .withPropertyValues("leasehold.retry.queue=rabbit", "leasehold.retry.rabbit-queue-prefix=" + prefix)
                     .withBean(ConnectionFactory.class, () -> factoryA)
-                    .run(a -> instance("B", database)
+                    .run(a -> instance("B")
                             .withPropertyValues(
                                     "leasehold.retry.queue=rabbit", "leasehold.retry.rabbit-queue-prefix=" + prefix)
                             .withBean(ConnectionFactory.class, () -> factoryB)
                             .run(b -> {
                                 assertThat(a).hasNotFailed().hasSingleBean(RabbitRetryQueue.class);
                                 assertThat(b).hasNotFailed().hasSingleBean(RabbitRetryQueue.class);
-                                JdbcTemplate jdbc = new JdbcTemplate(a.getBean(DataSource.class));
+                                JdbcTemplate jdbc = direct(a);
                                 storeARetry(a, "k2");
 
                                 assertThat(entered.await(30, TimeUnit.SECONDS))
