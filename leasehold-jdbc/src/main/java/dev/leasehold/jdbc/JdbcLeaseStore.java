@@ -827,10 +827,29 @@ public final class JdbcLeaseStore implements LeaseStore {
             return this;
         }
 
-        /** The store. */
+        /**
+         * The store. On H2 it reads the database's version first and refuses H2 2.x before 2.5,
+         * whose concurrent sessions can fail the store's statements (h2database issue 4352),
+         * naming the version and the fix: use H2 2.5.252.
+         *
+         * @throws IllegalStateException on H2 before 2.5
+         */
         public JdbcLeaseStore build() {
-            if (database == null) {
-                database = Database.detect(dataSource);
+            if (database == null || database == Database.H2) {
+                try (Connection connection = dataSource.getConnection()) {
+                    var metaData = connection.getMetaData();
+                    if (database == null) {
+                        database = Database.of(metaData.getDatabaseProductName());
+                    }
+                    if (database == Database.H2) {
+                        String refusal = H2Versions.refusal(metaData.getDatabaseProductVersion());
+                        if (refusal != null) {
+                            throw new IllegalStateException(refusal);
+                        }
+                    }
+                } catch (SQLException e) {
+                    throw new LeaseStoreException("detect the database", "(none)", e);
+                }
             }
             if (holder == null) {
                 holder = defaultHolder();

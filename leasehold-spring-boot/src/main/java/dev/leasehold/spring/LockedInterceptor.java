@@ -86,7 +86,12 @@ final class LockedInterceptor implements MethodInterceptor {
         if (mode.get().bypassed()) {
             bypassCounter.accept(locked.namespace());
             log.warn("lock BYPASSED (lock-mode=BYPASS) for {} keys={}", specific.getName(), keys);
-            return invocation.proceed();
+            LockedContext.Scope bypassed = LockedContext.bindBypassed();
+            try {
+                return invocation.proceed();
+            } finally {
+                bypassed.close();
+            }
         }
         LeaseOptions options = LeaseOptions.builder()
                 .leaseFor(duration(locked.leaseFor(), properties.getLock().getLeaseTime()))

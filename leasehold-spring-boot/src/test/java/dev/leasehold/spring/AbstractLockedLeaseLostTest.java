@@ -274,6 +274,32 @@ abstract class AbstractLockedLeaseLostTest {
         }
     }
 
+    /** Two slow steps, each checked with {@link LockedContext#assertHeld()} before it runs. */
+    public static class Steps {
+        final List<String> done = new CopyOnWriteArrayList<>();
+        volatile CountDownLatch inside = new CountDownLatch(0);
+        volatile CountDownLatch mayGoOn = new CountDownLatch(0);
+
+        public List<String> done() {
+            return done;
+        }
+
+        public void pauseBetweenSteps(CountDownLatch inside, CountDownLatch mayGoOn) {
+            this.inside = inside;
+            this.mayGoOn = mayGoOn;
+        }
+
+        @Locked(namespace = "counter", key = "#id")
+        public void twoSteps(String id) throws InterruptedException {
+            LockedContext.assertHeld();
+            done.add("first");
+            inside.countDown();
+            mayGoOn.await(30, TimeUnit.SECONDS);
+            LockedContext.assertHeld();
+            done.add("second");
+        }
+    }
+
     @RestController
     static class Increments {
         private final Counter counter;
@@ -310,7 +336,8 @@ abstract class AbstractLockedLeaseLostTest {
                         "leasehold.stale-scan.enabled=false")
                 .withUserConfiguration(RefusableRenewals.class)
                 .withBean(Counter.class)
-                .withBean(Flushing.class);
+                .withBean(Flushing.class)
+                .withBean(Steps.class);
     }
 
     private static void counterTable(JdbcTemplate jdbc) {
@@ -486,6 +513,55 @@ abstract class AbstractLockedLeaseLostTest {
                     .as("the write of a lost lease rolled back")
                     .isZero();
         });
+    }
+
+    @Test
+    void assertHeldInsideALockedMethodStopsTheStepAfterItsLeaseWasLost() {
+        instance("assert-held-" + UUID.randomUUID()).run(a -> {
+            Steps steps = a.getBean(Steps.class);
+            steps.twoSteps("c1");
+            assertThat(steps.done()).as("a held lease passes both checks").containsExactly("first", "second");
+            steps.done().clear();
+
+            CountDownLatch inside = new CountDownLatch(1);
+            CountDownLatch mayGoOn = new CountDownLatch(1);
+            steps.pauseBetweenSteps(inside, mayGoOn);
+            CompletableFuture<Void> slow = CompletableFuture.runAsync(() -> {
+                try {
+                    steps.twoSteps("c1");
+                } catch (InterruptedException e) {
+                    throw new IllegalStateException(e);
+                }
+            });
+            assertThat(inside.await(30, TimeUnit.SECONDS)).isTrue();
+            // Force-released through the same service: the holder learns of it at once.
+            assertThat(a.getBean(LockService.class).forceRelease(KEY, "stuck")).isTrue();
+            mayGoOn.countDown();
+
+            assertThatThrownBy(() -> slow.get(30, TimeUnit.SECONDS))
+                    .hasCauseInstanceOf(LeaseLostException.class)
+                    .cause()
+                    .hasMessageContaining("was lost");
+            assertThat(steps.done()).as("the step after the loss never ran").containsExactly("first");
+            assertThatThrownBy(LockedContext::assertHeld)
+                    .as("outside a @Locked method")
+                    .isInstanceOf(IllegalStateException.class)
+                    .hasMessage("no @Locked method runs on this thread");
+        });
+    }
+
+    @Test
+    void assertHeldPassesInABypassedCallWhichRunsWithoutItsLockOnPurpose() {
+        instance("assert-held-bypass-" + UUID.randomUUID())
+                .withPropertyValues("leasehold.lock.mode=bypass")
+                .run(a -> {
+                    Steps steps = a.getBean(Steps.class);
+                    steps.twoSteps("c1");
+                    assertThat(steps.done()).containsExactly("first", "second");
+                    assertThat(a.getBean(LockService.class).inspect(KEY))
+                            .as("no lease was taken")
+                            .isEmpty();
+                });
     }
 
     @Test

@@ -2,6 +2,7 @@ package dev.leasehold.spring.docs;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.leasehold.spring.Idempotent;
 import dev.leasehold.spring.LeaseholdAutoConfiguration;
 import dev.leasehold.spring.LeaseholdMetricNames;
 import dev.leasehold.spring.LeaseholdObservations;
@@ -19,18 +20,20 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
 import java.util.TreeSet;
+import java.util.UUID;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import org.junit.jupiter.api.Test;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
 import org.springframework.boot.autoconfigure.aop.AopAutoConfiguration;
+import org.springframework.boot.jdbc.autoconfigure.DataSourceAutoConfiguration;
 import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 
 /**
  * The metrics table of {@code docs/operations.md} lists every meter Leasehold registers: the names
  * of {@link LeaseholdMetricNames}, and every {@code leasehold.*} meter a locked call leaves in a
- * registry with Micrometer's observation handler (the observations' timers and their {@code
- * .active} long-task twins). The example alert rule queries a meter of the table.
+ * registry with Micrometer's observation handler after a locked and an idempotent call (the
+ * observations' timers and their {@code .active} long-task twins). The example alert rule queries a meter of the table.
  */
 class MetricsTableTest {
 
@@ -49,13 +52,24 @@ class MetricsTableTest {
         ObservationRegistry observations = ObservationRegistry.create();
         observations.observationConfig().observationHandler(new DefaultMeterObservationHandler(meters));
         new ApplicationContextRunner()
-                .withConfiguration(AutoConfigurations.of(AopAutoConfiguration.class, LeaseholdAutoConfiguration.class))
-                .withPropertyValues("leasehold.backend=memory", "leasehold.stale-scan.enabled=false")
+                .withConfiguration(AutoConfigurations.of(
+                        AopAutoConfiguration.class,
+                        DataSourceAutoConfiguration.class,
+                        LeaseholdAutoConfiguration.class))
+                .withPropertyValues(
+                        "spring.datasource.url=jdbc:h2:mem:metrics-table-" + UUID.randomUUID() + ";DB_CLOSE_DELAY=-1",
+                        "leasehold.stale-scan.enabled=false")
                 .withBean(MeterRegistry.class, () -> meters)
                 .withBean(ObservationRegistry.class, () -> observations)
                 .withBean(Transfers.class)
-                .run(context ->
-                        assertThat(context.getBean(Transfers.class).run("t-1")).isEqualTo("t-1"));
+                .withBean(Bookings.class)
+                .run(context -> {
+                    assertThat(context.getBean(Transfers.class).run("t-1")).isEqualTo("t-1");
+                    assertThat(context.getBean(Bookings.class).book("b-1", 35)).isEqualTo("booked 35");
+                    assertThat(context.getBean(Bookings.class).book("b-1", 35))
+                            .as("replayed")
+                            .isEqualTo("booked 35");
+                });
         List<String> registered = meters.getMeters().stream()
                 .map(Meter::getId)
                 .map(Meter.Id::getName)
@@ -68,7 +82,9 @@ class MetricsTableTest {
                         LeaseholdObservations.ACQUIRE,
                         LeaseholdObservations.ACQUIRE + ".active",
                         LeaseholdObservations.HOLD,
-                        LeaseholdObservations.HOLD + ".active");
+                        LeaseholdObservations.HOLD + ".active",
+                        LeaseholdObservations.IDEMPOTENT,
+                        LeaseholdObservations.IDEMPOTENT + ".active");
         expected.addAll(registered);
         assertThat(table).as("meters in the table of docs/operations.md").containsAll(expected);
     }
@@ -91,6 +107,14 @@ class MetricsTableTest {
             names.add(row.group(1));
         }
         return names;
+    }
+
+    /** An idempotent method, whose execution is observed too. */
+    public static class Bookings {
+        @Idempotent(key = "#key", scope = "'bookings'", perCaller = false)
+        public String book(String key, int amount) {
+            return "booked " + amount;
+        }
     }
 
     /** A locked method, the call the observations meter. */

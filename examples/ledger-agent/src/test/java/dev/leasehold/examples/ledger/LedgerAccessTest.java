@@ -4,10 +4,12 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import java.nio.charset.StandardCharsets;
 import java.util.Base64;
+import java.util.List;
 import java.util.Map;
 import java.util.UUID;
 import org.junit.jupiter.api.Test;
 import org.springframework.beans.factory.annotation.Autowired;
+import org.springframework.boot.health.actuate.endpoint.HealthEndpointGroups;
 import org.springframework.boot.test.context.SpringBootTest;
 import org.springframework.boot.test.web.server.LocalServerPort;
 import org.springframework.http.MediaType;
@@ -28,6 +30,9 @@ class LedgerAccessTest {
 
     @Autowired
     JdbcTemplate jdbc;
+
+    @Autowired
+    HealthEndpointGroups groups;
 
     private int get(RestClient client, String path) {
         return client.get().uri(path).exchange((q, r) -> r.getStatusCode().value());
@@ -56,6 +61,23 @@ class LedgerAccessTest {
         assertThat(get(client(basic("operator", "operator-secret")), "/actuator/leasehold"))
                 .isEqualTo(200);
         assertThat(get(client(null), "/actuator/health")).isEqualTo(200);
+    }
+
+    /** What the README's "Probes" section tells an operator to point probes and alerts at. */
+    @Test
+    void theProbeGroupsAnswerWithoutALoginAndOnlyTheOverallHealthHoldsTheLeaseStore() {
+        for (String path : List.of("/actuator/health/liveness", "/actuator/health/readiness")) {
+            String body = client(null).get().uri(path).retrieve().body(String.class);
+            assertThat(body).as(path).contains("\"status\":\"UP\"");
+        }
+        assertThat(get(client(null), "/actuator/health")).as("for an alert").isEqualTo(200);
+        assertThat(groups.getPrimary().isMember("leasehold"))
+                .as("/actuator/health holds the lease store")
+                .isTrue();
+        assertThat(groups.get("liveness").isMember("leasehold")).as("liveness").isFalse();
+        assertThat(groups.get("readiness").isMember("leasehold"))
+                .as("readiness")
+                .isFalse();
     }
 
     private int addMember(RestClient client, String ledgerId, String userId) {
