@@ -517,7 +517,7 @@ abstract class AbstractLockedLeaseLostTest {
 
     @Test
     void assertHeldInsideALockedMethodStopsTheStepAfterItsLeaseWasLost() {
-        instance("assert-held-" + UUID.randomUUID()).run(a -> {
+        instance().run(a -> {
             Steps steps = a.getBean(Steps.class);
             steps.twoSteps("c1");
             assertThat(steps.done()).as("a held lease passes both checks").containsExactly("first", "second");
@@ -552,16 +552,14 @@ abstract class AbstractLockedLeaseLostTest {
 
     @Test
     void assertHeldPassesInABypassedCallWhichRunsWithoutItsLockOnPurpose() {
-        instance("assert-held-bypass-" + UUID.randomUUID())
-                .withPropertyValues("leasehold.lock.mode=bypass")
-                .run(a -> {
-                    Steps steps = a.getBean(Steps.class);
-                    steps.twoSteps("c1");
-                    assertThat(steps.done()).containsExactly("first", "second");
-                    assertThat(a.getBean(LockService.class).inspect(KEY))
-                            .as("no lease was taken")
-                            .isEmpty();
-                });
+        instance().withPropertyValues("leasehold.lock.mode=bypass").run(a -> {
+            Steps steps = a.getBean(Steps.class);
+            steps.twoSteps("c1");
+            assertThat(steps.done()).containsExactly("first", "second");
+            assertThat(a.getBean(LockService.class).inspect(KEY))
+                    .as("no lease was taken")
+                    .isEmpty();
+        });
     }
 
     @Test
