@@ -12,8 +12,9 @@ import org.junit.jupiter.api.Test;
 
 /**
  * This module is the application {@code docs/getting-started.md} describes: every code block of
- * the page (Maven, Java, properties, SQL) is in one of the module's files, whitespace aside, so
- * the page's snippets are what this build compiles and {@link GettingStartedTest} starts.
+ * the page (Maven, Java, properties, SQL) is in one of the module's files, and every file of its
+ * {@code src/main} is on the page whole, whitespace aside; so a reader who copies the page gets
+ * what this build compiles and {@link GettingStartedTest} starts.
  */
 class GettingStartedPageTest {
 
@@ -35,6 +36,21 @@ class GettingStartedPageTest {
             assertThat(sources.toString())
                     .as("a snippet of docs/getting-started.md that this module does not contain")
                     .contains(normalize(snippet));
+        }
+    }
+
+    @Test
+    void everyFileOfTheApplicationIsOnThePageWhole() throws IOException {
+        List<String> snippets = snippets(Files.readAllLines(PAGE)).stream()
+                .map(GettingStartedPageTest::normalize)
+                .toList();
+        try (Stream<Path> files = Files.walk(MODULE.resolve("src/main"))) {
+            for (Path file : files.filter(Files::isRegularFile).toList()) {
+                String whole = normalize(Files.readString(file));
+                assertThat(snippets)
+                        .as("a code block of docs/getting-started.md that is all of %s", MODULE.relativize(file))
+                        .contains(whole);
+            }
         }
     }
 
