@@ -467,6 +467,45 @@ class LeaseEngineScheduleTest extends EngineHarness {
     }
 
     @Test
+    void aCallerInterruptedWhileTheForceReleaseWatchSubscribesLeavesThatSubscriptionInFlight() throws Exception {
+        ScriptedStore store = store(true);
+        store.leaveWithoutBlocking(); // the interrupted wait leaves the store's queue before it returns
+        LockService service = service(store);
+        Gate gate = new Gate();
+        store.script(Op.SUBSCRIBE_FORCE, ScriptedStore.hang(gate));
+        Future<Lease> first = async(() -> service.acquire(KEY, waiting(HOUR, HOUR)));
+        gate.awaitEntered();
+        first.cancel(true); // interrupted while the watch's subscription is in the store
+        store.awaitCall(Op.LEAVE_QUEUE, KEY, 1); // the interrupted caller is done
+
+        assertThat(service.tryAcquire(KEY, lease(HOUR, false))).isPresent();
+        assertThat(store.count(Op.SUBSCRIBE_FORCE, null))
+                .as("the subscription in flight still counts: no second one")
+                .isEqualTo(1);
+        gate.open(); // it arrives late, and is the watch's subscription
+    }
+
+    @Test
+    void aWaitThatRunsOutWhileTheForceReleaseWatchSubscribesLeavesThatSubscriptionInFlight() throws Exception {
+        ScriptedStore store = store(true);
+        LockService service = service(store);
+        Gate gate = new Gate();
+        store.script(Op.SUBSCRIBE_FORCE, ScriptedStore.hang(gate));
+        Future<Lease> first = async(() -> service.acquire(KEY, waiting(HOUR, Duration.ofMillis(500))));
+        gate.awaitEntered();
+        time.awaitTaskDueWithin(Duration.ofMillis(500));
+        time.advance(Duration.ofMillis(500)); // the wait runs out while the subscription is in the store
+        assertThatThrownBy(() -> await(first)).isInstanceOf(LockBusyException.class);
+
+        assertThat(service.tryAcquire(LockKey.of("t", "k2"), lease(HOUR, false)))
+                .isPresent();
+        assertThat(store.count(Op.SUBSCRIBE_FORCE, null))
+                .as("the subscription in flight still counts: no second one")
+                .isEqualTo(1);
+        gate.open(); // it arrives late, and is the watch's subscription
+    }
+
+    @Test
     void aFailedForceReleaseSubscriptionIsTriedAgainAtTheNextGrantButAStoreWithoutThemIsNotAskedAgain() {
         ScriptedStore.Step unsupported = new ScriptedStore.Step() {
             @Override

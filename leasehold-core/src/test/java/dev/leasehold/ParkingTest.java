@@ -12,7 +12,10 @@ import java.util.concurrent.locks.LockSupport;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
-/** Waiting on the system's clock: the thread parks for the time left, the engine's timer is never asked. */
+/**
+ * Waiting on the system's clock: the thread parks for the time left, the engine's timer is never
+ * asked; nor is it for a wait whose deadline has come.
+ */
 @Timeout(value = 30, unit = TimeUnit.SECONDS, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
 class ParkingTest {
 
@@ -56,6 +59,17 @@ class ParkingTest {
             Thread.onSpinWait();
         }
         assertThat(waited.get()).isTrue();
+    }
+
+    @Test
+    void aWaitWhoseDeadlineHasComeReturnsWithoutSettingAnAlarm() throws Exception {
+        // On a ticker of its own (fake time), where a wait would set an alarm on the timer: none
+        // is set for a deadline of now, so such a wait neither costs a timer task nor fails on a
+        // timer already shut down.
+        FakeTime time = new FakeTime();
+        Parking onFakeTime = new Parking(untouchableTimer(), time);
+        onFakeTime.parkUntil(() -> false, time.nanos());
+        onFakeTime.parkUntil(() -> false, time.nanos() - 1);
     }
 
     @Test

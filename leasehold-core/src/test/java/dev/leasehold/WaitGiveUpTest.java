@@ -127,6 +127,44 @@ class WaitGiveUpTest extends EngineHarness {
     }
 
     @Test
+    void aWaitThatGetsTheKeyDoesNotLeaveTheStoresQueue() throws Exception {
+        ScriptedStore store = store(false);
+        store.leaveWithoutBlocking(); // a leave would be sent from the caller's thread, before it returns
+        LockService service = service(store, b -> b.minPoll(SECOND).maxPoll(SECOND));
+        holdElsewhere(store, OTHER, HOUR);
+        Future<Lease> waiter = async(() -> service.acquire(KEY, waiting(HOUR, WAIT)));
+        awaitEvents(LeaseEventType.WAITING, 1);
+        store.backend.release(KEY, OTHER);
+        time.awaitTaskDueWithin(SECOND);
+        time.advance(SECOND); // its next ask is granted
+
+        Lease lease = await(waiter);
+        assertThat(lease.isHeld()).isTrue();
+        assertThat(store.calls())
+                .as("the grant ends the wait's place in the store's queue; no leave follows it")
+                .extracting(Call::op)
+                .doesNotContain(Op.LEAVE_QUEUE);
+        lease.close();
+    }
+
+    @Test
+    void aWaitThatWakesAtItsDeadlineAsksTheStoreNoMore() throws Exception {
+        ScriptedStore store = store(false);
+        store.answerAsync(false); // an ask is recorded as it is sent, on the caller's thread
+        LockService service = service(store, b -> b.minPoll(HOUR).maxPoll(HOUR));
+        holdElsewhere(store, OTHER, HOUR);
+        Future<Lease> waiter = async(() -> service.acquire(KEY, waiting(HOUR, WAIT)));
+        awaitEvents(LeaseEventType.WAITING, 1);
+        time.awaitTaskDueWithin(WAIT);
+        time.advance(WAIT); // its alarm rings at the deadline: no time is left for another ask
+
+        assertThatThrownBy(() -> await(waiter)).isInstanceOf(LockBusyException.class);
+        assertThat(store.requests())
+                .as("the first ask only, none whose answer could no longer be awaited")
+                .hasSize(1);
+    }
+
+    @Test
     void aStoreWhoseLeaveDoesNotBlockIsLeftFromTheCallersThreadBeforeItReturns() throws Exception {
         ScriptedStore store = store(false);
         store.leaveWithoutBlocking();
