@@ -16,12 +16,15 @@ import dev.leasehold.testkit.TcpProxy.Direction;
 import dev.leasehold.testkit.TestServices;
 import java.io.IOException;
 import java.io.OutputStream;
+import java.lang.reflect.InvocationTargetException;
+import java.lang.reflect.Proxy;
 import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
+import java.sql.ResultSetMetaData;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.HashMap;
@@ -40,6 +43,7 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import javax.sql.DataSource;
 import org.awaitility.Awaitility;
+import org.awaitility.core.ConditionTimeoutException;
 
 /**
  * 9. One client (A) reaches its store through a {@link TcpProxy}; the others (B, C) reach it
@@ -79,6 +83,12 @@ final class Partition implements Scenario {
     private static final String TABLE = "fault_partition";
     /** How long A's release may block its caller while the answers are lost. */
     private static final Duration CLOSE_BOUND = Duration.ofSeconds(15);
+
+    /**
+     * Set on the thread that runs A's release whose answer is to be lost: run when that thread is
+     * lent its connection (the pool has checked it), so the fault begins with the release itself.
+     */
+    private static final ThreadLocal<Runnable> ARM_ON_CONNECTION = new ThreadLocal<>();
 
     private static final Pattern HOST_PORT = Pattern.compile("//([^/:?]+):(\\d+)");
 
@@ -204,10 +214,31 @@ final class Partition implements Scenario {
             HikariDataSource pool = new PrivateDatabase.Spec(
                             spec.database(), url, spec.user(), spec.password(), spec.name())
                     .pool("faults-far-" + spec.name(), 4);
-            Library.Store far = Library.jdbcStore(pool, spec.database());
+            Library.Store far = Library.jdbcStore(armedOnConnection(pool), spec.database());
             Library.Store near = Library.jdbcStore(db.dataSource(), spec.database());
             // The store is the guarded database: A is cut off from both.
             return new Links(far, near, pool, pool);
+        }
+
+        /** {@code pool}, running the thread's {@link #ARM_ON_CONNECTION} once a connection is lent. */
+        private static DataSource armedOnConnection(DataSource pool) {
+            return (DataSource) Proxy.newProxyInstance(
+                    DataSource.class.getClassLoader(), new Class<?>[] {DataSource.class}, (self, method, args) -> {
+                        Object result;
+                        try {
+                            result = method.invoke(pool, args);
+                        } catch (InvocationTargetException e) {
+                            throw e.getCause();
+                        }
+                        if (method.getName().equals("getConnection")) {
+                            Runnable arm = ARM_ON_CONNECTION.get();
+                            if (arm != null) {
+                                ARM_ON_CONNECTION.remove();
+                                arm.run();
+                            }
+                        }
+                        return result;
+                    });
         }
 
         @Override
@@ -285,7 +316,13 @@ final class Partition implements Scenario {
             unfenced(links.farData, k, "A");
             long faultAt = inject(kind, k, "A holds");
             if (!lost.await(LEASE.toMillis() + 10_000, TimeUnit.MILLISECONDS)) {
-                tally.violation("A, " + kind.describe() + " while it held " + k + ", was never told it lost it");
+                Long confirmed = confirmations.lastConfirmed(held);
+                tally.violation("A, " + kind.describe() + " while it held " + k + ", was never told it lost it"
+                        + " (isHeld() " + held.isHeld() + ", last confirmation "
+                        + (confirmed == null
+                                ? "none"
+                                : Duration.ofNanos(History.now() - confirmed).toMillis() + " ms ago")
+                        + ")" + explain(key));
             } else {
                 Long confirmed = confirmations.lastConfirmed(held);
                 if (held.isHeld()) {
@@ -363,7 +400,8 @@ final class Partition implements Scenario {
             Lease taken = acquireOrNull("C", near, key, options(LEASE, Duration.ofSeconds(10)), ownerC);
             Lease waiter = waiting.get(30, TimeUnit.SECONDS);
             if (taken == null) {
-                tally.violation("C could not take " + k + " within 10 s of B's release while A, waiting, was cut off");
+                tally.violation("C could not take " + k + " within 10 s of B's release while A, waiting, was cut off: "
+                        + lastRefusal + explain(key));
             } else {
                 Duration blocked = Duration.ofNanos(History.now() - released);
                 Duration placeTtl = backend.equals("redis") ? REDIS_PLACE_TTL : SQL_PLACE_TTL;
@@ -401,20 +439,73 @@ final class Partition implements Scenario {
             }
             boolean answered = probe();
             String what;
+            Runnable fault;
             if (blackhole) {
-                proxy.blackhole(Direction.DOWNSTREAM);
+                fault = () -> proxy.blackhole(Direction.DOWNSTREAM);
                 what = "answers black-holed";
             } else {
-                proxy.delay(Direction.DOWNSTREAM, LEASE.multipliedBy(4));
+                fault = () -> proxy.delay(Direction.DOWNSTREAM, LEASE.multipliedBy(4));
                 what = "answers delayed " + LEASE.multipliedBy(4).toMillis() + " ms";
             }
-            history.fault(what + " as A releases " + k);
-            canaryProbe(answered, what, k);
             long invoked = History.now();
-            Future<?> closing = workers.submit(held::close);
+            Future<?> closing;
+            if (backend.equals("redis")) {
+                // One connection, no check before a command: the release goes out after the fault.
+                fault.run();
+                closing = workers.submit(held::close);
+            } else {
+                // A pool checks an idle connection before lending it; with the answers already gone
+                // that check fails and the release is never sent. So the fault begins with the first
+                // request after the release's connection was lent: the release reaches the server.
+                closing = workers.submit(() -> {
+                    ARM_ON_CONNECTION.set(() -> proxy.onNextRequest(fault));
+                    try {
+                        held.close();
+                    } finally {
+                        ARM_ON_CONNECTION.remove();
+                    }
+                });
+            }
+            history.fault(what + " as A releases " + k);
+            // The store itself shows whether the release arrived: the key leaves A before A's
+            // expiry only if it did (a release never sent leaves it A's until then).
+            String token = held.ownerToken();
+            Future<Long> leftA = workers.submit(() -> {
+                AtomicLong at = new AtomicLong();
+                try {
+                    Awaitility.await("the key " + k + " to leave A")
+                            .atMost(Duration.ofSeconds(10))
+                            .pollDelay(Duration.ZERO)
+                            .pollInterval(Duration.ofMillis(5))
+                            .ignoreExceptions()
+                            .until(() -> {
+                                Optional<dev.leasehold.LeaseInfo> info = near.inspect(key);
+                                at.set(History.now());
+                                return info.isEmpty()
+                                        || !token.equals(info.get().ownerToken());
+                            });
+                } catch (ConditionTimeoutException e) {
+                    return null;
+                }
+                return at.get();
+            });
             // C asks while A's release is still in flight: the key must be free by A's expiry.
             Lease next = acquireOrNull("C", near, key, options(LEASE, Duration.ofSeconds(10)), LockOwner.create("C"));
             long grantedAt = History.now();
+            Long left = leftA.get(30, TimeUnit.SECONDS);
+            Long lastConfirmed = confirmations.lastConfirmed(held);
+            long aExpiry = (lastConfirmed != null ? lastConfirmed : invoked) + LEASE.toNanos();
+            if (left != null && left < aExpiry) {
+                tally.note(k + ": A's release reached the store (the key left A "
+                        + Duration.ofNanos(aExpiry - left).toMillis() + " ms before A's expiry); its answer was "
+                        + (blackhole ? "lost" : "delayed"));
+            } else {
+                tally.violation(k + ": A's release never reached the store (the key "
+                        + (left == null ? "never left A" : "left A only at A's expiry")
+                        + "): the case tested a release never sent, not one whose answer is lost"
+                        + explain(key));
+            }
+            canaryProbe(answered, what, k);
             Result result;
             String failure = null;
             try {
@@ -436,7 +527,8 @@ final class Partition implements Scenario {
                             : "failed after "
                                     + Duration.ofNanos(History.now() - invoked).toMillis() + " ms: " + failure));
             if (next == null) {
-                tally.violation("C could not take " + k + " within 10 s of A's release whose answer was lost");
+                tally.violation("C could not take " + k + " within 10 s of A's release whose answer was lost: "
+                        + lastRefusal + explain(key));
             } else {
                 Duration took = Duration.ofNanos(grantedAt - invoked);
                 tally.stall(took);
@@ -553,6 +645,61 @@ final class Partition implements Scenario {
             }
         }
 
+        // ---- what a failure message says ----
+
+        /**
+         * What a failure needs to be explained afterwards: the proxy's counters (did A's traffic
+         * pass while it should not have?) and the key's row as the store itself shows it now.
+         */
+        private String explain(LockKey key) {
+            return " [proxy: " + proxy.acceptedConnections() + " connections accepted, " + proxy.resets()
+                    + " reset, " + proxy.droppedBytes() + " B dropped, " + proxy.forwardedBytes()
+                    + " B forwarded; store: " + storeRow(key) + "]";
+        }
+
+        private String storeRow(LockKey key) {
+            StringBuilder row = new StringBuilder();
+            try {
+                row.append(near.inspect(key)
+                        .map(info -> "held by " + info.ownerToken() + ", fence " + info.fence() + ", "
+                                + info.remaining().toMillis() + " ms left")
+                        .orElse("free"));
+            } catch (RuntimeException e) {
+                row.append("inspect failed: ").append(causes(e));
+            }
+            if (!backend.equals("redis")) {
+                row.append("; leasehold_lease ").append(rows("leasehold_lease", key));
+                row.append("; leasehold_waiter ").append(rows("leasehold_waiter", key));
+            }
+            return row.toString();
+        }
+
+        /** The key's rows of {@code table}, every column, read directly (the store's own view aside). */
+        private String rows(String table, LockKey key) {
+            try (Connection connection = db.dataSource().getConnection();
+                    PreparedStatement select =
+                            connection.prepareStatement("SELECT * FROM " + table + " WHERE lock_key = ?")) {
+                select.setString(1, key.render());
+                try (ResultSet rows = select.executeQuery()) {
+                    ResultSetMetaData columns = rows.getMetaData();
+                    StringBuilder text = new StringBuilder("[");
+                    while (rows.next()) {
+                        text.append(text.length() > 1 ? ", {" : "{");
+                        for (int c = 1; c <= columns.getColumnCount(); c++) {
+                            text.append(c > 1 ? ", " : "")
+                                    .append(columns.getColumnLabel(c))
+                                    .append('=')
+                                    .append(rows.getObject(c));
+                        }
+                        text.append('}');
+                    }
+                    return text.append(']').toString();
+                }
+            } catch (SQLException | RuntimeException e) {
+                return "unreadable: " + causes(e);
+            }
+        }
+
         // ---- recorded operations ----
 
         private Lease acquire(String process, LockService service, LockKey key, LeaseOptions options, LockOwner owner)
@@ -560,7 +707,7 @@ final class Partition implements Scenario {
             Lease lease = acquireOrNull(process, service, key, options, owner);
             if (lease == null) {
                 throw new IllegalStateException(
-                        process + " could not take " + key + " with nothing in the way: " + lastRefusal);
+                        process + " could not take " + key + " with nothing in the way: " + lastRefusal + explain(key));
             }
             return lease;
         }
@@ -593,7 +740,7 @@ final class Partition implements Scenario {
             } catch (RuntimeException e) {
                 history.add(process, Kind.ACQUIRE, key.render(), null, invoked, 0, Result.UNKNOWN, null, null);
                 lastRefusal = "failed after "
-                        + Duration.ofNanos(History.now() - invoked).toMillis() + " ms: " + e;
+                        + Duration.ofNanos(History.now() - invoked).toMillis() + " ms: " + causes(e);
                 return null;
             }
         }
@@ -723,6 +870,16 @@ final class Partition implements Scenario {
                 // a lost lease: nothing to give back
             }
         }
+    }
+
+    /** An exception and its causes down to the root, the part that says what actually failed. */
+    static String causes(Throwable e) {
+        StringBuilder text = new StringBuilder(e.toString());
+        Throwable cause = e.getCause();
+        for (int depth = 0; cause != null && cause != e && depth < 6; depth++, cause = cause.getCause()) {
+            text.append(" <- ").append(cause);
+        }
+        return text.toString();
     }
 
     private static Map<String, Long> effectCounts(PrivateDatabase db) throws SQLException {

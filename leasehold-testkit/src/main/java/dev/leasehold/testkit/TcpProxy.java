@@ -9,11 +9,13 @@ import java.net.ServerSocket;
 import java.net.Socket;
 import java.net.SocketException;
 import java.time.Duration;
+import java.util.List;
 import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
 
 /**
  * A TCP proxy on a free loopback port between a client and one server, that breaks the link on
@@ -57,17 +59,24 @@ public final class TcpProxy implements AutoCloseable {
     private final InetSocketAddress target;
     private final ServerSocket listener;
     private final Set<Link> links = ConcurrentHashMap.newKeySet();
+    /** Guards registering a link against {@link #cut()} and {@link #close()}. */
+    private final Object admission = new Object();
+
     private final Thread acceptor;
     private final AtomicLong droppedBytes = new AtomicLong();
     private final AtomicLong resets = new AtomicLong();
     private final AtomicLong accepted = new AtomicLong();
     private final AtomicLong forwarded = new AtomicLong();
+    private final AtomicReference<Runnable> onNextRequest = new AtomicReference<>();
     private volatile boolean cut;
     private volatile boolean upBlackholed;
     private volatile boolean downBlackholed;
     private volatile long upDelayNanos;
     private volatile long downDelayNanos;
     private volatile boolean closed;
+
+    /** Test seam: run on the acceptor after it admitted a connection, before it registers it. */
+    volatile Runnable afterAdmitting = () -> {};
 
     private TcpProxy(InetSocketAddress target) throws IOException {
         this.target = target;
@@ -125,10 +134,27 @@ public final class TcpProxy implements AutoCloseable {
         }
     }
 
+    /**
+     * Runs {@code fault} once, on the proxy's thread, as soon as a client next sends bytes and
+     * before they are delivered: a fault that begins with a request. With {@code () ->
+     * blackhole(Direction.DOWNSTREAM)} the request reaches the server and only its answer is lost,
+     * which a black hole set beforehand cannot promise (a client that first checks its connection
+     * would never send the request). Replaces a fault not yet run; {@link #heal()} drops it.
+     */
+    public void onNextRequest(Runnable fault) {
+        onNextRequest.set(Objects.requireNonNull(fault, "fault is missing (null)"));
+    }
+
     /** Resets every open connection, and every new one as it is accepted, until {@link #heal()}. */
     public void cut() {
-        cut = true;
-        for (Link link : links) {
+        List<Link> open;
+        // Under the lock that registers links: a connection being admitted now is either in the
+        // snapshot or sees the cut when it registers, never neither.
+        synchronized (admission) {
+            cut = true;
+            open = List.copyOf(links);
+        }
+        for (Link link : open) {
             link.reset();
         }
     }
@@ -138,6 +164,7 @@ public final class TcpProxy implements AutoCloseable {
      * reset first.
      */
     public void heal() {
+        onNextRequest.set(null);
         upBlackholed = false;
         downBlackholed = false;
         upDelayNanos = 0;
@@ -172,13 +199,17 @@ public final class TcpProxy implements AutoCloseable {
 
     @Override
     public void close() {
-        closed = true;
+        List<Link> open;
+        synchronized (admission) {
+            closed = true;
+            open = List.copyOf(links);
+        }
         try {
             listener.close();
         } catch (IOException ignored) {
             // closing anyway
         }
-        for (Link link : links) {
+        for (Link link : open) {
             link.reset();
         }
     }
@@ -215,8 +246,18 @@ public final class TcpProxy implements AutoCloseable {
                 resetQuietly(server);
                 continue;
             }
+            afterAdmitting.run();
             Link link = new Link(client, server);
-            links.add(link);
+            synchronized (admission) {
+                // A cut (or close) since the check above reset only the links registered then.
+                if (!cut && !closed) {
+                    links.add(link);
+                }
+            }
+            if (!links.contains(link)) {
+                link.reset();
+                continue;
+            }
             link.start();
         }
     }
@@ -256,9 +297,11 @@ public final class TcpProxy implements AutoCloseable {
         }
 
         void reset() {
-            if (!done) {
-                done = true;
-                resets.incrementAndGet();
+            synchronized (this) {
+                if (!done) {
+                    done = true;
+                    resets.incrementAndGet();
+                }
             }
             resetQuietly(client);
             resetQuietly(server);
@@ -274,6 +317,18 @@ public final class TcpProxy implements AutoCloseable {
                     if (n < 0) {
                         break;
                     }
+                    if (upstream) {
+                        Runnable fault = onNextRequest.getAndSet(null);
+                        if (fault != null) {
+                            fault.run();
+                        }
+                    }
+                    if (cut) {
+                        // a cut resets the link; nothing read meanwhile is delivered
+                        droppedBytes.addAndGet(n);
+                        reset();
+                        break;
+                    }
                     if (upstream ? upBlackholed : downBlackholed) {
                         lostBytes = true;
                         droppedBytes.addAndGet(n);
@@ -284,8 +339,19 @@ public final class TcpProxy implements AutoCloseable {
                         // The delay is the fault itself: this direction's bytes arrive that much later.
                         TimeUnit.NANOSECONDS.sleep(delay);
                     }
+                    if (cut) {
+                        droppedBytes.addAndGet(n);
+                        reset();
+                        break;
+                    }
                     if (done) {
                         break;
+                    }
+                    if (upstream ? upBlackholed : downBlackholed) {
+                        // black-holed while this chunk was delayed
+                        lostBytes = true;
+                        droppedBytes.addAndGet(n);
+                        continue;
                     }
                     out.write(buffer, 0, n);
                     out.flush();
@@ -294,8 +360,12 @@ public final class TcpProxy implements AutoCloseable {
             } catch (IOException | InterruptedException e) {
                 // the link is gone either way
             } finally {
-                if (!done) {
+                boolean first;
+                synchronized (this) {
+                    first = !done;
                     done = true;
+                }
+                if (first) {
                     resetQuietly(client);
                     resetQuietly(server);
                     links.remove(this);

@@ -15,6 +15,7 @@ import java.time.Duration;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -170,6 +171,48 @@ class TcpProxyTest {
         proxy.heal();
         try (Socket s = connect(5_000)) {
             assertThat(roundTrip(s, "four")).isEqualTo("four");
+        }
+    }
+
+    @Test
+    void aConnectionAcceptedWhileTheCutHappensIsResetToo() throws Exception {
+        // The cut comes after the acceptor admitted the connection and before it registered it: the
+        // window in which a connection used to escape the cut and pass traffic all through it.
+        AtomicInteger admitted = new AtomicInteger();
+        proxy.afterAdmitting = () -> {
+            if (admitted.incrementAndGet() == 1) {
+                proxy.cut();
+            }
+        };
+        try (Socket raced = connect(5_000)) {
+            assertThatThrownBy(() -> roundTrip(raced, "during the cut"))
+                    .as("a connection admitted as the cut began must not pass traffic")
+                    .isInstanceOf(IOException.class)
+                    .isNotInstanceOf(SocketTimeoutException.class);
+        }
+        assertThat(admitted).hasValue(1);
+        assertThat(received).isEmpty();
+        assertThat(proxy.resets()).isEqualTo(1);
+        proxy.heal();
+        try (Socket s = connect(5_000)) {
+            assertThat(roundTrip(s, "healed")).isEqualTo("healed");
+        }
+    }
+
+    @Test
+    void aFaultArmedForTheNextRequestDeliversThatRequestAndLosesOnlyItsAnswer() throws Exception {
+        try (Socket s = connect(300)) {
+            assertThat(roundTrip(s, "before")).isEqualTo("before");
+            proxy.onNextRequest(() -> proxy.blackhole(Direction.DOWNSTREAM));
+            assertThat(proxy.droppedBytes())
+                    .as("nothing is lost before the next request")
+                    .isZero();
+            assertThatThrownBy(() -> roundTrip(s, "request")).isInstanceOf(SocketTimeoutException.class);
+            assertThat(received.poll(5, TimeUnit.SECONDS)).isEqualTo("before");
+            assertThat(received.poll(5, TimeUnit.SECONDS))
+                    .as("the request that set the fault off reached the server")
+                    .isEqualTo("request");
+            assertThat(proxy.droppedBytes()).isEqualTo("request\n".length());
         }
     }
 }
