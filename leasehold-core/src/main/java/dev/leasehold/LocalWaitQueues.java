@@ -108,7 +108,7 @@ final class LocalWaitQueues {
                 lock.unlock();
             }
             if (keep) {
-                wakeQueue(this);
+                wakeQueue(this, false);
             } else {
                 closeLater(arrived);
             }
@@ -221,32 +221,24 @@ final class LocalWaitQueues {
     void wake(LockKey key) {
         WaitQueue queue = queues.get(key);
         if (queue != null) {
-            wakeQueue(queue);
+            wakeQueue(queue, false);
         }
     }
 
     /** Wakes every waiter of every key, so that each sees at once that the service closed. */
     void wakeEveryone() {
-        for (WaitQueue queue : queues.values()) {
-            List<Waiter> toWake;
-            queue.lock.lock();
-            try {
-                toWake = List.copyOf(queue.waiters);
-            } finally {
-                queue.lock.unlock();
-            }
-            toWake.forEach(Waiter::signal);
-        }
+        queues.values().forEach(queue -> wakeQueue(queue, true));
     }
 
-    private void wakeQueue(WaitQueue queue) {
+    /** Wakes the head of the queue when fair, else (or when {@code everyone}) every waiter. */
+    private void wakeQueue(WaitQueue queue, boolean everyone) {
         List<Waiter> toWake;
         queue.lock.lock();
         try {
             if (queue.waiters.isEmpty()) {
                 return;
             }
-            toWake = fair ? List.of(queue.waiters.peekFirst()) : List.copyOf(queue.waiters);
+            toWake = fair && !everyone ? List.of(queue.waiters.peekFirst()) : List.copyOf(queue.waiters);
         } finally {
             queue.lock.unlock();
         }

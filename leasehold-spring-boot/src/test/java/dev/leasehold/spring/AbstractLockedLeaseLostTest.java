@@ -6,14 +6,13 @@ import static org.awaitility.Awaitility.await;
 import static org.springframework.test.web.servlet.request.MockMvcRequestBuilders.post;
 
 import dev.leasehold.Lease;
-import dev.leasehold.LeaseInfo;
 import dev.leasehold.LeaseLostException;
 import dev.leasehold.LeaseStoreException;
 import dev.leasehold.LockKey;
 import dev.leasehold.LockService;
 import dev.leasehold.jdbc.FencedUpdate;
 import dev.leasehold.jdbc.StaleFenceException;
-import dev.leasehold.spi.AcquireResult;
+import dev.leasehold.spi.ForwardingLeaseStore;
 import dev.leasehold.spi.Grant;
 import dev.leasehold.spi.LeaseStore;
 import dev.leasehold.spring.schema.TestDatabases;
@@ -91,7 +90,7 @@ abstract class AbstractLockedLeaseLostTest {
      * The lease store of an instance, which can be told to refuse renewals as a store that does not
      * answer in time would: a lease then ends at its expiry while its method still runs.
      */
-    static final class RenewalRefusingStore implements LeaseStore {
+    static final class RenewalRefusingStore extends ForwardingLeaseStore {
         private final LeaseStore store;
         private volatile boolean refusing;
 
@@ -104,8 +103,8 @@ abstract class AbstractLockedLeaseLostTest {
         }
 
         @Override
-        public AcquireResult tryAcquire(LockKey key, String owner, Duration leaseFor) {
-            return store.tryAcquire(key, owner, leaseFor);
+        protected LeaseStore delegate() {
+            return store;
         }
 
         @Override
@@ -115,31 +114,6 @@ abstract class AbstractLockedLeaseLostTest {
                         "renew", key.render(), new SQLTransientConnectionException("renewals refused (test)"));
             }
             return store.renew(key, owner, leaseFor);
-        }
-
-        @Override
-        public boolean release(LockKey key, String owner) {
-            return store.release(key, owner);
-        }
-
-        @Override
-        public Optional<LeaseInfo> inspect(LockKey key) {
-            return store.inspect(key);
-        }
-
-        @Override
-        public boolean forceRelease(LockKey key) {
-            return store.forceRelease(key);
-        }
-
-        @Override
-        public String name() {
-            return store.name();
-        }
-
-        @Override
-        public void close() {
-            store.close();
         }
     }
 
