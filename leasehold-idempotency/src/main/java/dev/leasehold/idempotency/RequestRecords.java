@@ -260,7 +260,7 @@ public final class RequestRecords {
 
         /**
          * How long a PROCESSING record may go without a heartbeat before another submit may take it
-         * over (default 5 minutes, the seed's threshold); at least 100 ms.
+         * over (default 5 minutes); at least 100 ms.
          */
         public Builder staleAfter(Duration staleAfter) {
             this.staleAfter = RecordDurations.staleAfter(staleAfter);
