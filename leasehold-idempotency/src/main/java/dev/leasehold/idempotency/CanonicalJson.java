@@ -11,29 +11,12 @@ import java.util.TreeMap;
 
 /**
  * The canonical form of a JSON document, and its versioned SHA-256 fingerprint: two documents that
- * mean the same get the same fingerprint (seed feature S1.7).
- *
- * <p>Rules of version 1 (the fingerprint is {@code v1:} and the hex SHA-256 of the canonical text's
- * UTF-8 bytes; a later version gets another prefix, so a stored fingerprint always says how it was
- * made):
- *
- * <ol>
- *   <li>object keys are sorted (by UTF-16 code units) at every depth; white space is dropped;
- *   <li>numbers are compared by value: {@code 35}, {@code 35.0}, {@code 3.5E1} and {@code 350e-1}
- *       are all written {@code 35}; a non-integer is written as its digits without trailing zeros and
- *       a power of ten ({@code 0.50} is {@code 5e-1}), so no representation can be long;
- *   <li>strings are kept exactly (no Unicode normalisation; {@code "35"} is not {@code 35}); they are
- *       written with {@code \"}, {@code \\}, {@code \b \t \n \f \r} and {@code \\u00XX} (upper-case
- *       hex) for the other control characters, everything else as itself;
- *   <li>array order, {@code true}, {@code false} and {@code null} are kept.
- * </ol>
- *
- * <p>Invalid JSON (RFC 8259), trailing content, duplicate keys in one object, nesting deeper than
- * 1000 and unpaired surrogates (escaped or not: they have no UTF-8 form) are errors ({@link
- * IllegalArgumentException}), never a fingerprint of garbage ({@code CanonicalJsonTest}). Version 1
- * writes the same text as fingerprints had before they carried a version, so stored fingerprints
- * without the prefix still match ({@code CanonicalJsonTest#versionOneTextIsTheTextBeforeVersions}).
- * No JSON library is needed. Thread-safe.
+ * mean the same (key order, white space, spelling of a number) get the same fingerprint; strings,
+ * array order and types are kept. The fingerprint is {@link #VERSION} and the hex SHA-256 of the
+ * canonical text's UTF-8 bytes; other rules would get another prefix. Text that is not one valid
+ * JSON document (RFC 8259; duplicate keys, nesting deeper than 1000 and unpaired surrogates
+ * included) is an {@link IllegalArgumentException}, never a fingerprint. The rules of version 1 are
+ * in {@code docs/design/idempotency.md}. Thread-safe.
  */
 public final class CanonicalJson {
 

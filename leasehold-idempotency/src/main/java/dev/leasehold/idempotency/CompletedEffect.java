@@ -1,8 +1,8 @@
 package dev.leasehold.idempotency;
 
 /**
- * A side effect that succeeded, for recovery (S1.10): enough to rebuild a reply without running
- * anything again.
+ * A side effect that succeeded, for recovery: enough to rebuild a reply without running anything
+ * again.
  *
  * @param name the effect's name
  * @param argumentsHash the SHA-256 of its canonical arguments

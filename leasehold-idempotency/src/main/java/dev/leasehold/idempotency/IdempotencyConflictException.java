@@ -3,9 +3,9 @@ package dev.leasehold.idempotency;
 import dev.leasehold.LeaseholdException;
 
 /**
- * Thrown when a request or side effect is owned by another execution, the HTTP 409 of seed feature
- * S1.12: the record was taken over (this execution must stop), or a side effect is being executed
- * by someone else right now. Nothing was changed by the refused call.
+ * Thrown when a request or side effect is owned by another execution (an HTTP 409): the record was
+ * taken over (this execution must stop), or a side effect is being executed by someone else right
+ * now. Nothing was changed by the refused call.
  */
 public class IdempotencyConflictException extends LeaseholdException {
     private static final long serialVersionUID = 1L;

@@ -3,11 +3,9 @@ package dev.leasehold.idempotency;
 /**
  * The one place where idempotency keys are checked: non-empty (not only white space), at most
  * {@value #MAX_LENGTH} characters, no control character and no unpaired surrogate. {@link
- * RequestRecords#begin} applies it; an HTTP layer may call it first to answer 400 ({@code
- * AbstractIdempotencyTest#keyRulesAreCheckedInOnePlaceAndNameTheRule}). Keys are compared byte for
- * byte on every database: on MariaDB the key columns use the NO PAD collation {@code
- * utf8mb4_nopad_bin}, so {@code "K1"} and {@code "K1 "} are two keys ({@code
- * #keysThatDifferOnlyInTrailingSpacesAreTwoKeys}).
+ * RequestRecords#begin} applies it; an HTTP layer may call it first to answer 400. Keys are compared
+ * byte for byte on every database: on MariaDB the key columns use the NO PAD collation {@code
+ * utf8mb4_nopad_bin}, so {@code "K1"} and {@code "K1 "} are two keys.
  */
 public final class IdempotencyKeys {
 

@@ -6,53 +6,23 @@ import dev.leasehold.LockKey;
 import dev.leasehold.LockOwner;
 import dev.leasehold.LockService;
 import java.sql.Connection;
-import java.sql.SQLException;
 import java.time.Duration;
 import java.util.Objects;
 import java.util.Optional;
-import java.util.concurrent.ScheduledFuture;
-import java.util.concurrent.ScheduledThreadPoolExecutor;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicLong;
 import javax.sql.DataSource;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Executes a request at most once per idempotency key, in the fixed order of seed feature S1.12:
- * request record, then session lease, never waiting for either.
- *
- * <ol>
- *   <li>{@link RequestRecords#begin}: a replay returns the stored response; in progress and mismatch
- *       return at once;
- *   <li>a claimed request takes its session lease with {@code tryAcquire}, owned by the request's
- *       token; if the session is busy the claim is given back (S1.6) and the caller gets
- *       SESSION_BUSY;
- *   <li>the work runs while its claim is renewed: every claim has its own heartbeat task on a
- *       pool, every third of the stale threshold, each UPDATE under a short lock timeout, so one
- *       blocked heartbeat never delays another ({@code
- *       AbstractExactlyOnceTest#heartbeatsDoNotStarveBehindALongEffectTransaction}); failures are
- *       counted ({@link #heartbeatFailures()}) and logged. A heartbeat that finds the request taken
- *       over, or a claim not renewed before its local deadline (last renewal + stale threshold − a
- *       tenth), makes {@link RequestContext#assertOwned()} throw and refuses the SUCCESS mark
- *       ({@code #claimThatCannotBeRenewedExpiresAndCannotCommitItsMark}); an expired claim stays
- *       expired, even if a renewal that waited behind a lock gets through after the deadline
- *       ({@code #expiredClaimIsNotRevivedByALateHeartbeat});
- *   <li>with {@link #executeInTransaction}, the SUCCESS mark is written in the work's own
- *       transaction, token- and fence-checked, and committed with the business write: a rollback
- *       leaves no SUCCESS, a taken-over execution cannot commit, and a failed commit is reported as
- *       {@link CommitOutcomeUnknownException} (a retry with the same key is safe: {@code
- *       #commitThatFailsIsReportedAsUnknownAndTheRetryPaysOnce}, {@code
- *       #commitWhoseReplyIsLostIsReportedAsUnknownAndTheRetryReplays}); a session lease lost after
- *       committed work does not mark it ERROR ({@code
- *       #sessionLeaseLostAfterCommittedWorkDoesNotMarkItError});
- *   <li>the session lease is released in {@code finally}, on every path.
- * </ol>
- *
- * {@link #start} gives the same steps to a caller that manages the transaction itself (for example
- * through a transaction manager's synchronization). Thread-safe. Close it to stop its heartbeats.
+ * Executes a request at most once per idempotency key: it claims the request record, then the
+ * session lease (never waiting for either), runs the work while a heartbeat renews the claim, stores
+ * the response and releases the session lease on every path. A replay, a request in progress and a
+ * payload mismatch return at once without running anything. {@link #executeInTransaction} commits
+ * the SUCCESS mark with the work's own write; {@link #start} gives the same steps to a caller that
+ * manages the transaction itself (for example through a transaction manager's synchronization). How
+ * it works and which tests prove it: {@code docs/design/idempotency.md}. Thread-safe. Close it to
+ * stop its heartbeats.
  */
 public final class IdempotentExecutor implements AutoCloseable {
 
@@ -60,8 +30,7 @@ public final class IdempotentExecutor implements AutoCloseable {
 
     private final RequestRecords records;
     private final LockService locks;
-    private final ScheduledThreadPoolExecutor heartbeats;
-    private final AtomicLong heartbeatFailures = new AtomicLong();
+    private final HeartbeatPool heartbeats;
 
     /** An executor over {@code records}, taking session leases from {@code locks}, with 4 heartbeat threads. */
     public IdempotentExecutor(RequestRecords records, LockService locks) {
@@ -71,13 +40,7 @@ public final class IdempotentExecutor implements AutoCloseable {
     private IdempotentExecutor(Builder builder) {
         this.records = builder.records;
         this.locks = builder.locks;
-        AtomicInteger threads = new AtomicInteger();
-        this.heartbeats = new ScheduledThreadPoolExecutor(builder.heartbeatThreads, r -> {
-            Thread thread = new Thread(r, "leasehold-request-heartbeat-" + threads.incrementAndGet());
-            thread.setDaemon(true);
-            return thread;
-        });
-        this.heartbeats.setRemoveOnCancelPolicy(true);
+        this.heartbeats = new HeartbeatPool(builder.heartbeatThreads);
     }
 
     /** A builder of an executor over {@code records}, taking session leases from {@code locks}. */
@@ -87,7 +50,7 @@ public final class IdempotentExecutor implements AutoCloseable {
 
     /** How many heartbeats failed (a database error or a lock wait that timed out) since the start. */
     public long heartbeatFailures() {
-        return heartbeatFailures.get();
+        return heartbeats.failures();
     }
 
     /**
@@ -197,11 +160,7 @@ public final class IdempotentExecutor implements AutoCloseable {
             session = taken.get();
         }
         Execution execution = new Execution(handle, session, claimedAt);
-        long period = Math.max(20, records.staleAfter().toMillis() / 3);
-        if (System.nanoTime() - claimedAt > TimeUnit.MILLISECONDS.toNanos(period)) {
-            execution.beat(); // taking the session lease was slow: renew before the work starts
-        }
-        execution.heartbeat = heartbeats.scheduleWithFixedDelay(execution::beat, period, period, TimeUnit.MILLISECONDS);
+        execution.renewal.start();
         return new Started(execution);
     }
 
@@ -215,8 +174,7 @@ public final class IdempotentExecutor implements AutoCloseable {
 
     /**
      * Submits a request whose work runs as one transaction on {@code dataSource}, together with its
-     * SUCCESS mark: both commit or neither does ({@code
-     * AbstractIdempotencyTest#haltRightAfterTheBusinessCommitLeavesExactlyOnePaymentAfterTheRetry}).
+     * SUCCESS mark: both commit or neither does.
      *
      * @throws IdempotencyConflictException (TAKEN_OVER, or {@link ClaimExpiredException}) if the
      *     claim was lost before the commit: the transaction was rolled back
@@ -229,55 +187,23 @@ public final class IdempotentExecutor implements AutoCloseable {
             throws Exception {
         Objects.requireNonNull(dataSource, "dataSource is missing (null)");
         Objects.requireNonNull(work, "work is missing (null)");
+        return run(submission, execution -> OneTransaction.run(dataSource, execution, work));
+    }
+
+    /** The work of one claimed execution, returning its response. */
+    @FunctionalInterface
+    private interface ExecutionWork {
+        StoredResponse run(Execution execution) throws Exception;
+    }
+
+    /** Starts the submission and, if it was claimed, runs {@code work} on its execution and closes it. */
+    private Outcome run(Submission submission, ExecutionWork work) throws Exception {
         Start start = start(submission);
         if (!(start instanceof Started started)) {
             return (Outcome) start;
         }
         try (Execution execution = started.execution()) {
-            StoredResponse response;
-            try (Connection c = dataSource.getConnection()) {
-                boolean autoCommit = c.getAutoCommit();
-                try {
-                    c.setAutoCommit(false);
-                    try {
-                        execution.assertOwned();
-                        response = work.run(c, execution);
-                        Objects.requireNonNull(response, "the work returned no response (null)");
-                        execution.completeInTransaction(c, response);
-                    } catch (Exception e) {
-                        rollback(c, e);
-                        execution.rolledBack(e);
-                        throw e;
-                    }
-                    try {
-                        c.commit();
-                    } catch (SQLException e) {
-                        throw execution.outcomeUnknown(e);
-                    }
-                    execution.committed();
-                } finally {
-                    restoreAutoCommit(c, autoCommit);
-                }
-            }
-            return new Completed(response, false);
-        }
-    }
-
-    private static void rollback(Connection c, Exception cause) {
-        try {
-            c.rollback();
-        } catch (SQLException e) {
-            cause.addSuppressed(e);
-        }
-    }
-
-    private static void restoreAutoCommit(Connection c, boolean autoCommit) {
-        try {
-            if (!c.isClosed()) {
-                c.setAutoCommit(autoCommit);
-            }
-        } catch (SQLException e) {
-            // The connection is broken; the pool discards it.
+            return new Completed(work.run(execution), false);
         }
     }
 
@@ -292,11 +218,7 @@ public final class IdempotentExecutor implements AutoCloseable {
      */
     public Outcome execute(Submission submission, RequestWork work) throws Exception {
         Objects.requireNonNull(work, "work is missing (null)");
-        Start start = start(submission);
-        if (!(start instanceof Started started)) {
-            return (Outcome) start;
-        }
-        try (Execution execution = started.execution()) {
+        return run(submission, execution -> {
             StoredResponse response;
             try {
                 execution.assertOwned();
@@ -307,17 +229,16 @@ public final class IdempotentExecutor implements AutoCloseable {
                 throw e;
             }
             // The work is done: a lease lost now must not mark it ERROR (a retry would run it again).
-            execution.marked = true;
-            execution.stopHeartbeat();
+            execution.renewal.marked();
             records.complete(execution.handle, response);
             execution.settled = true;
-            return new Completed(response, false);
-        }
+            return response;
+        });
     }
 
     @Override
     public void close() {
-        heartbeats.shutdownNow();
+        heartbeats.close();
     }
 
     /**
@@ -328,67 +249,19 @@ public final class IdempotentExecutor implements AutoCloseable {
     public final class Execution implements RequestContext, AutoCloseable {
         private final RequestHandle handle;
         private final Lease session;
-        private final long staleNanos;
-        private final long marginNanos;
-        private volatile long renewedAtNanos;
-        private volatile boolean takenOver;
-        private volatile boolean expired;
-        private volatile boolean marked;
-        private volatile boolean settled;
+        private final ClaimRenewal renewal;
         private final AtomicBoolean closed = new AtomicBoolean();
-        private final AtomicBoolean beating = new AtomicBoolean();
-        private volatile ScheduledFuture<?> heartbeat;
+        private volatile boolean settled;
 
         Execution(RequestHandle handle, Lease session, long claimedAtNanos) {
             this.handle = handle;
             this.session = session;
-            this.staleNanos = records.staleAfter().toNanos();
-            this.marginNanos = staleNanos / 10;
-            this.renewedAtNanos = claimedAtNanos;
+            this.renewal = new ClaimRenewal(records, handle, heartbeats, claimedAtNanos, closed::get);
         }
 
         /** The context to give the work (this execution). */
         public RequestContext context() {
             return this;
-        }
-
-        void beat() {
-            if (takenOver || expired || marked || closed.get() || !beating.compareAndSet(false, true)) {
-                return;
-            }
-            try {
-                long sentAt = System.nanoTime();
-                if (records.heartbeat(handle)) {
-                    if (untilDeadline().isNegative()) {
-                        // The renewal got through after the local deadline: the work may have been told
-                        // meanwhile that its claim expired, so the claim stays expired.
-                        expired = true;
-                    } else {
-                        renewedAtNanos = sentAt;
-                    }
-                } else if (!marked) {
-                    takenOver = true;
-                    log.warn("request {} was taken over while it ran; its work must stop", handle.id());
-                }
-            } catch (RuntimeException e) {
-                long failures = heartbeatFailures.incrementAndGet();
-                log.warn(
-                        "heartbeat of request {} failed ({} failures so far; the claim expires {} ms after its last"
-                                + " renewal): {}",
-                        handle.id(),
-                        failures,
-                        TimeUnit.NANOSECONDS.toMillis(staleNanos - marginNanos),
-                        e.toString());
-            } finally {
-                beating.set(false);
-            }
-        }
-
-        void stopHeartbeat() {
-            ScheduledFuture<?> future = heartbeat;
-            if (future != null) {
-                future.cancel(false);
-            }
         }
 
         @Override
@@ -403,23 +276,12 @@ public final class IdempotentExecutor implements AutoCloseable {
 
         /** How long until the claim's local deadline (negative once passed). */
         public Duration untilDeadline() {
-            return Duration.ofNanos(renewedAtNanos + staleNanos - marginNanos - System.nanoTime());
+            return renewal.untilDeadline();
         }
 
         @Override
         public void assertOwned() {
-            if (takenOver) {
-                throw new IdempotencyConflictException(
-                        IdempotencyConflictException.Reason.TAKEN_OVER,
-                        "request " + handle.clientKey() + " was taken over by another execution");
-            }
-            if (!marked && (expired || untilDeadline().isNegative())) {
-                expired = true; // for good: a late renewal does not revive a claim the work saw expire
-                throw new ClaimExpiredException(
-                        handle.clientKey(),
-                        "last renewed " + TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - renewedAtNanos)
-                                + " ms ago, stale after " + records.staleAfter().toMillis() + " ms");
-            }
+            renewal.check();
             if (session != null) {
                 session.assertHeld();
             }
@@ -429,14 +291,13 @@ public final class IdempotentExecutor implements AutoCloseable {
         public void completeInTransaction(Connection transaction, StoredResponse response) {
             assertOwned();
             records.completeInTransaction(transaction, handle, response);
-            marked = true; // the row is locked by the transaction now: nothing to renew
-            stopHeartbeat();
+            renewal.marked(); // the row is locked by the transaction now: nothing to renew
         }
 
         /** The transaction carrying the SUCCESS mark committed: the request is done. */
         public void committed() {
             settled = true;
-            stopHeartbeat();
+            renewal.stop();
         }
 
         /**
@@ -444,9 +305,9 @@ public final class IdempotentExecutor implements AutoCloseable {
          * committed, so the request is marked ERROR and the next submit of the key runs it again.
          */
         public void rolledBack(Throwable cause) {
-            stopHeartbeat();
+            renewal.stop();
             settled = true;
-            marked = false;
+            renewal.unmarked();
             try {
                 if (!records.fail(handle, String.valueOf(cause))) {
                     log.warn("request {} failed after it was taken over", handle.id());
@@ -466,7 +327,7 @@ public final class IdempotentExecutor implements AutoCloseable {
          * throw.
          */
         public CommitOutcomeUnknownException outcomeUnknown(Throwable cause) {
-            stopHeartbeat();
+            renewal.stop();
             settled = true;
             CommitOutcomeUnknownException unknown = new CommitOutcomeUnknownException(handle.clientKey(), cause);
             try {
@@ -513,7 +374,7 @@ public final class IdempotentExecutor implements AutoCloseable {
             if (!closed.compareAndSet(false, true)) {
                 return;
             }
-            stopHeartbeat();
+            renewal.stop();
             if (!settled) {
                 log.debug("execution of request {} closed without an outcome; it turns stale", handle.id());
             }

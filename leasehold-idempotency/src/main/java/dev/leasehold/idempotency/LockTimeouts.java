@@ -10,13 +10,12 @@ import java.time.Duration;
 import javax.sql.DataSource;
 
 /**
- * A short row-lock wait for one statement, so that a heartbeat gives up instead of hanging behind
- * a long transaction: PostgreSQL {@code SET LOCAL lock_timeout} (this transaction only), MariaDB
- * {@code SET STATEMENT innodb_lock_wait_timeout = s FOR} (this statement only, whole seconds), H2
- * {@code SELECT ... FOR UPDATE WAIT s} on the row first (this statement only). Nothing outlives the
- * transaction: H2's {@code SET LOCK_TIMEOUT} is not used, as it would stay on the pooled session
- * and H2 has no way to read the value it replaces ({@code
- * H2IdempotencyTest#heartbeatLeavesTheSessionsLockWaitAsItWas}).
+ * A short row-lock wait for one statement, so that a heartbeat or a take-over gives up instead of
+ * hanging behind a long transaction: PostgreSQL {@code SET LOCAL lock_timeout} (this transaction
+ * only), MariaDB {@code SET STATEMENT innodb_lock_wait_timeout = s FOR} (this statement only, whole
+ * seconds), H2 {@code SELECT ... FOR UPDATE WAIT s} on the row first (this statement only). Nothing
+ * outlives the transaction: H2's {@code SET LOCK_TIMEOUT} is not used, as it would stay on the
+ * pooled session and H2 has no way to read the value it replaces.
  */
 final class LockTimeouts {
 
@@ -26,7 +25,8 @@ final class LockTimeouts {
      * Bounds the row-lock wait of the open transaction of {@code c} and, where the bound is a
      * statement of its own (H2), takes the lock of the row {@code id} of {@code table} under it.
      */
-    static void apply(Connection c, Database database, Duration timeout, String table, String id) throws SQLException {
+    private static void apply(Connection c, Database database, Duration timeout, String table, String id)
+            throws SQLException {
         switch (database) {
             case POSTGRESQL -> {
                 try (Statement s = c.createStatement()) {
@@ -49,30 +49,34 @@ final class LockTimeouts {
     }
 
     /** {@code sql} under the wait, where the wait is part of the statement (MariaDB). */
-    static String statement(Database database, Duration timeout, String sql) {
+    private static String statement(Database database, Duration timeout, String sql) {
         if (database == Database.MARIADB) {
             return "SET STATEMENT innodb_lock_wait_timeout = " + timeout.toSeconds() + " FOR " + sql;
         }
         return sql;
     }
 
-    /** What {@link #updateUnlessLocked} answers when another transaction holds the row. */
+    /** What {@link #update} answers when another transaction holds the row and that is an answer. */
     static final int LOCKED = -1;
 
     /**
      * Runs one UPDATE of the row {@code id} of {@code table} in its own transaction, waiting at
      * most {@code timeout} for the row's lock.
      *
-     * @return the update count, or {@link #LOCKED} if another open transaction held the row past
-     *     the wait (nothing was changed)
+     * @param lockedIsAnAnswer whether a lock wait that timed out answers {@link #LOCKED} (a take-over
+     *     of a row a live transaction holds) rather than failing (a heartbeat)
+     * @return the update count, or {@link #LOCKED} (nothing was changed)
+     * @throws dev.leasehold.LeaseStoreException if the database failed, or the lock wait timed out
+     *     and that is no answer
      */
-    static int updateUnlessLocked(
+    static int update(
             DataSource dataSource,
             Database database,
             Duration timeout,
             String table,
             String id,
             String operation,
+            boolean lockedIsAnAnswer,
             String sql,
             Object... args) {
         return Jdbc.autoCommit(dataSource, operation, id, c -> {
@@ -90,7 +94,7 @@ final class LockTimeouts {
                         updated = s.executeUpdate();
                     }
                 } catch (SQLException e) {
-                    if (!isLockWait(e)) {
+                    if (!lockedIsAnAnswer || !isLockWait(e)) {
                         throw e;
                     }
                     c.rollback();
@@ -112,7 +116,7 @@ final class LockTimeouts {
      * lock_not_available} (55P03), MariaDB's lock wait timeout (1205) or an interrupted query
      * (1317, 70100), H2's lock timeout (50200, HYT00), or a JDBC query timeout.
      */
-    static boolean isLockWait(SQLException failure) {
+    private static boolean isLockWait(SQLException failure) {
         for (Throwable t = failure; t != null; t = t.getCause()) {
             if (t instanceof java.sql.SQLTimeoutException) {
                 return true;
@@ -134,7 +138,7 @@ final class LockTimeouts {
     }
 
     /** A JDBC query timeout (whole seconds) a little above the lock wait. */
-    static int querySeconds(Duration timeout) {
+    private static int querySeconds(Duration timeout) {
         return (int) Math.max(1, timeout.toSeconds() + 1);
     }
 }

@@ -6,7 +6,7 @@ import java.util.Optional;
 
 /**
  * What a request's work gets while it runs: its claim, its session lease if any, a check to call
- * before and after slow steps (S1.10: "assert ownership before and after each model call"), and the
+ * before and after slow steps (each call to a model or another service, for example), and the
  * SUCCESS mark to write in the work's own transaction.
  */
 public interface RequestContext {
@@ -27,7 +27,7 @@ public interface RequestContext {
 
     /**
      * Throws if this execution no longer owns its request or session, or if its claim could not be
-     * renewed in time: stop instead of running in parallel with a new owner (S1.11).
+     * renewed in time: stop instead of running in parallel with a new owner.
      *
      * @throws IdempotencyConflictException (TAKEN_OVER) if the request's heartbeat found it taken, or
      *     {@link ClaimExpiredException} if the claim could not be renewed before its local deadline

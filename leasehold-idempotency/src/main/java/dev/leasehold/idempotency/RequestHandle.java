@@ -8,7 +8,7 @@ package dev.leasehold.idempotency;
  * @param id the record's id
  * @param scope the scope (for example a chat session, or tenant and caller)
  * @param clientKey the client's idempotency key
- * @param token the claimant's secret; also usable as a lease owner token (session lease, S1.1)
+ * @param token the claimant's secret; also usable as a lease owner token (the session lease)
  * @param fence grows with every claim of the record; guards writes like a lease's fence
  * @param kind how the claim was made
  * @param previousStatus for a retry or take-over, the status before the claim (for give-back)

@@ -7,27 +7,11 @@ import java.util.Objects;
 /**
  * The key space of a request record as a structured value: a base (what is being done), the
  * caller's tenant and the caller's principal. {@link #text()} is the form a request record stores:
- * {@code base}, then {@code |tenant:} and {@code |user:} when known, each part escaped so that it
- * ends where it says it does ({@code \} as {@code \\}, {@code |} as {@code \|}, {@code #} as
- * {@code \#}, control characters and unpaired surrogates as {@code \}{@code uXXXX}). No text in one
- * part can imitate another part, a missing part, or the shortened form below: a tenant {@code
- * acme|user:alice} with no caller is not the tenant {@code acme} with the caller {@code alice}
- * ({@code RequestScopeTest#noPartCanImitateAnother}), and a caller with a principal never shares a
- * scope with one without ({@code #aCallerWithAPrincipalNeverSharesAScopeWithOneWithout}).
- *
- * <p>A text longer than {@value #MAX_LENGTH} characters keeps a readable start, cut between two
- * characters of a part or before a part, never inside an escape or a surrogate pair, and ends with
- * an unescaped {@code #} and the SHA-256 of the whole text, so distinct scopes stay distinct
- * ({@code #aLongScopeIsShortenedWithTheHashOfTheWhole}, {@code
- * #aShortenedScopeIsNeverCutInsideAnEscapeOrASurrogatePair}, {@code
- * #noScopeCanImitateTheShortenedFormOfAnother}).
- *
- * <p>Scopes were once stored as joined text ({@code base|tenant=…|user=…}, the parts as sent), in
- * which a tenant header {@code acme|user=alice} from a guest spelled the scope of the signed-in
- * {@code alice}. A scope with a tenant or a principal never has such a text (its separators are
- * {@code |tenant:} and {@code |user:}, and every {@code |} within a part is escaped), so no record
- * stored in that form, forged or not, is found for it ({@code
- * #noScopeWithATenantOrAPrincipalHasTheTextOnceStoredForIt}); a scope with neither keeps its text.
+ * {@code base}, then {@code |tenant:} and {@code |user:} when known, each part escaped ({@code \},
+ * {@code |} and {@code #} with a backslash, control characters and unpaired surrogates as {@code
+ * \}{@code uXXXX}), so that no text in one part can imitate another part or a missing one. A text
+ * longer than {@value #MAX_LENGTH} characters keeps a readable start and ends with {@code #} and
+ * the SHA-256 of the whole. Why no scope can be forged: {@code docs/design/idempotency.md}.
  *
  * @param base what the key space is for (a method, a chat session); not blank
  * @param tenant the caller's tenant, or null (or empty) for none

@@ -15,28 +15,12 @@ import java.util.function.Function;
 import javax.sql.DataSource;
 
 /**
- * Side-effect records (seed features S1.7 to S1.10): a side effect of a request runs at most once
- * per (request, effect name, canonical arguments), and its database write commits together with its
- * SUCCESS mark.
- *
- * <p>{@link #runOnce} claims the effect's record, then:
- *
- * <ol>
- *   <li>no record: insert it PROCESSING under a fresh token (a twin's duplicate key means "read it");
- *   <li>SUCCESS: return the stored result without running anything;
- *   <li>ERROR: re-claim it under a new token (compare-and-set on the old one) and run again;
- *   <li>PROCESSING with a stale heartbeat (database clock): take it over and run again;
- *   <li>PROCESSING and fresh: refuse with {@link IdempotencyConflictException} (EFFECT_IN_PROGRESS).
- * </ol>
- *
- * Running happens in ONE transaction: check (reading, without a lock) that the caller still owns
- * the request, run the effect on the transaction's connection, mark the effect SUCCESS with its
- * JSON result and business id under the claim's token, and last touch the request row under the
- * caller's token and fence (so a request that was taken over cannot commit effects), commit. The
- * request row is locked only from that touch to the commit, so the request's own heartbeat is not
- * held up by a long effect. A crash anywhere before the commit leaves neither the write nor the
- * mark; after it, both. Results are stored as JSON by the {@link JsonCodec} given to the builder
- * (the application's mapper). Thread-safe.
+ * The side-effect records: a side effect of a request runs at most once per (request, effect name,
+ * canonical arguments), and its database write commits in one transaction with its SUCCESS mark and
+ * a check that the request is still the caller's. A later call with equal arguments returns the
+ * stored result without running anything. Results are stored as JSON by the {@link JsonCodec} given
+ * to the builder (the application's mapper). How the records work and which tests prove it: {@code
+ * docs/design/idempotency.md}. Thread-safe.
  */
 public final class SideEffects {
 
@@ -55,14 +39,6 @@ public final class SideEffects {
     /** A builder over {@code dataSource}. */
     public static Builder builder(DataSource dataSource) {
         return new Builder(dataSource);
-    }
-
-    /** How long a take-over waits for the row's lock: a sixth of the stale threshold, 20 ms to 2 s. */
-    private Duration lockWait() {
-        Duration sixth = staleAfter.dividedBy(6);
-        Duration min = Duration.ofMillis(20);
-        Duration max = Duration.ofSeconds(2);
-        return sixth.compareTo(min) < 0 ? min : sixth.compareTo(max) > 0 ? max : sixth;
     }
 
     private String sql(String template) {
@@ -130,17 +106,16 @@ public final class SideEffects {
                 }
                 case "PROCESSING" -> {
                     if (row.ageMs < staleAfter.toMillis()) {
-                        throw new IdempotencyConflictException(
-                                IdempotencyConflictException.Reason.EFFECT_IN_PROGRESS,
-                                "side effect " + effectName + " is being executed by another execution right now");
+                        throw inProgress(effectName);
                     }
-                    int taken = LockTimeouts.updateUnlessLocked(
+                    int taken = LockTimeouts.update(
                             dataSource,
                             database,
-                            lockWait(),
+                            RecordDurations.lockWait(staleAfter),
                             "leasehold_effect",
                             row.id,
                             "take over side effect",
+                            true,
                             sql(Statements.TAKE_OVER_EFFECT),
                             token,
                             row.id,
@@ -148,9 +123,7 @@ public final class SideEffects {
                             staleAfter.toMillis());
                     if (taken == LockTimeouts.LOCKED) {
                         // Stale-looking, but its row is locked by the transaction still running it.
-                        throw new IdempotencyConflictException(
-                                IdempotencyConflictException.Reason.EFFECT_IN_PROGRESS,
-                                "side effect " + effectName + " is being executed by another execution right now");
+                        throw inProgress(effectName);
                     }
                     if (taken == 1) {
                         return execute(request, effectName, row.id, token, resultType, effect, businessId);
@@ -162,6 +135,12 @@ public final class SideEffects {
         throw new IdempotencyConflictException(
                 IdempotencyConflictException.Reason.EFFECT_IN_PROGRESS,
                 "side effect " + effectName + " is contended by other executions; retry later");
+    }
+
+    private static IdempotencyConflictException inProgress(String effectName) {
+        return new IdempotencyConflictException(
+                IdempotencyConflictException.Reason.EFFECT_IN_PROGRESS,
+                "side effect " + effectName + " is being executed by another execution right now");
     }
 
     private <T> EffectResult<T> execute(
@@ -214,13 +193,9 @@ public final class SideEffects {
                 throw e;
             } catch (Exception e) {
                 failure = e;
-                try {
-                    c.rollback();
-                } catch (SQLException rollback) {
-                    e.addSuppressed(rollback);
-                }
+                Transactions.rollback(c, e);
             } finally {
-                restoreAutoCommit(c, autoCommit);
+                Transactions.restoreAutoCommit(c, autoCommit);
             }
         } catch (SQLException e) {
             failure = e;
@@ -237,16 +212,6 @@ public final class SideEffects {
             throw Jdbc.failure("side effect " + effectName, request.id(), sql);
         }
         throw new SideEffectFailedException(effectName, failure);
-    }
-
-    private static void restoreAutoCommit(Connection c, boolean autoCommit) {
-        try {
-            if (!c.isClosed()) {
-                c.setAutoCommit(autoCommit);
-            }
-        } catch (SQLException e) {
-            // The connection is broken; the pool will discard it.
-        }
     }
 
     private boolean owned(Connection c, RequestHandle request) throws SQLException {
@@ -283,7 +248,7 @@ public final class SideEffects {
         }
     }
 
-    /** The effects of a request that succeeded, oldest first (S1.10 recovery). */
+    /** The effects of a request that succeeded, oldest first: what a recovery may rebuild a reply from. */
     public List<CompletedEffect> completed(String requestId) {
         return Jdbc.autoCommit(dataSource, "read completed effects", requestId, c -> {
             List<CompletedEffect> effects = new ArrayList<>();
@@ -348,7 +313,7 @@ public final class SideEffects {
     public static final class Builder {
         private final DataSource dataSource;
         private Database database;
-        private Duration staleAfter = Duration.ofMinutes(5);
+        private Duration staleAfter = RecordDurations.DEFAULT_STALE_AFTER;
         private JsonCodec codec;
 
         private Builder(DataSource dataSource) {
@@ -363,11 +328,7 @@ public final class SideEffects {
 
         /** How long a PROCESSING effect may go untouched before another execution takes it over (default 5 minutes). */
         public Builder staleAfter(Duration staleAfter) {
-            Objects.requireNonNull(staleAfter, "staleAfter is missing (null)");
-            if (staleAfter.compareTo(Duration.ofMillis(100)) < 0) {
-                throw new IllegalArgumentException("staleAfter must be at least PT0.1S, was " + staleAfter);
-            }
-            this.staleAfter = staleAfter;
+            this.staleAfter = RecordDurations.staleAfter(staleAfter);
             return this;
         }
 

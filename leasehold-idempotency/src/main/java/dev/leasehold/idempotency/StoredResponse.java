@@ -8,8 +8,7 @@ import java.util.Objects;
 /**
  * The response stored with a completed request, replayed to every later submit of the same key:
  * its status, content type, headers (name/value pairs, order and duplicates kept) and the exact
- * bytes of its body. What goes in comes back byte for byte ({@code
- * AbstractIdempotencyTest#storedResponseComesBackByteIdentical}). Immutable.
+ * bytes of its body. What goes in comes back byte for byte. Immutable.
  */
 public final class StoredResponse {
 

@@ -5,8 +5,6 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import static org.awaitility.Awaitility.await;
 
 import dev.leasehold.LockKey;
-import dev.leasehold.LockService;
-import dev.leasehold.jdbc.Database;
 import dev.leasehold.jdbc.FencedUpdate;
 import dev.leasehold.testkit.TestServices;
 import java.io.File;
@@ -30,8 +28,6 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.Collectors;
 import javax.sql.DataSource;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -41,44 +37,12 @@ import org.junit.jupiter.api.Timeout;
  * and heartbeats never starve behind a long transaction.
  */
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
-abstract class AbstractExactlyOnceTest {
-
-    protected abstract TestServices.JdbcEndpoint endpoint();
-
-    protected abstract Database database();
-
-    protected DataSource dataSource() {
-        return Stack.pooled(endpoint(), database());
-    }
-
-    @org.junit.jupiter.api.AfterAll
-    static void closePools() {
-        Stack.closePools();
-    }
+abstract class AbstractExactlyOnceTest extends AbstractStackTest {
 
     private static final Duration STALE = Duration.ofMillis(900);
-    private String scope;
-    private RequestRecords records;
-    private SideEffects effects;
-    private LockService locks;
-    private IdempotentExecutor executor;
-    private Stack stack;
 
-    @BeforeEach
-    void open() {
-        scope = "pay-" + UUID.randomUUID();
-        stack = Stack.open(dataSource(), database(), STALE);
-        records = stack.records();
-        effects = stack.effects();
-        locks = stack.locks();
-        executor = stack.executor();
-    }
-
-    @AfterEach
-    void close() {
-        if (stack != null) {
-            stack.close();
-        }
+    AbstractExactlyOnceTest() {
+        super("pay-", STALE);
     }
 
     private IdempotentExecutor.Submission submission(String key) {

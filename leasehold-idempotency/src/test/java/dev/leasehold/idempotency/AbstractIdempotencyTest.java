@@ -10,7 +10,6 @@ import dev.leasehold.LeaseOptions;
 import dev.leasehold.LeaseStoreException;
 import dev.leasehold.LockKey;
 import dev.leasehold.LockOwner;
-import dev.leasehold.LockService;
 import dev.leasehold.jdbc.Database;
 import dev.leasehold.testkit.TestServices;
 import java.sql.Connection;
@@ -30,8 +29,6 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import javax.sql.DataSource;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -40,20 +37,12 @@ import org.junit.jupiter.api.Timeout;
  * kill a connection from the server side.
  */
 @Timeout(value = 120, unit = TimeUnit.SECONDS)
-abstract class AbstractIdempotencyTest {
+abstract class AbstractIdempotencyTest extends AbstractStackTest {
 
-    /** Where the database answers (resolved on first use, so a missing server skips each test). */
-    protected abstract TestServices.JdbcEndpoint endpoint();
+    private static final Duration STALE = Duration.ofMillis(400);
 
-    protected abstract Database database();
-
-    protected DataSource dataSource() {
-        return Stack.pooled(endpoint(), database());
-    }
-
-    @org.junit.jupiter.api.AfterAll
-    static void closePools() {
-        Stack.closePools();
+    AbstractIdempotencyTest() {
+        super("session-", STALE);
     }
 
     /**
@@ -68,14 +57,6 @@ abstract class AbstractIdempotencyTest {
             TestServices.killFromServer(victim, admin);
         }
     }
-
-    private final Duration stale = Duration.ofMillis(400);
-    private String scope;
-    private RequestRecords records;
-    private SideEffects effects;
-    private LockService locks;
-    private IdempotentExecutor executor;
-    private Stack stack;
 
     static HikariDataSource pool(String url, String user, String password, Database database) {
         HikariConfig config = new HikariConfig();
@@ -97,23 +78,6 @@ abstract class AbstractIdempotencyTest {
             throw new IllegalStateException("cannot create the schema on " + url, e);
         }
         return dataSource;
-    }
-
-    @BeforeEach
-    void open() {
-        scope = "session-" + UUID.randomUUID();
-        stack = Stack.open(dataSource(), database(), stale);
-        records = stack.records();
-        effects = stack.effects();
-        locks = stack.locks();
-        executor = stack.executor();
-    }
-
-    @AfterEach
-    void close() {
-        if (stack != null) {
-            stack.close();
-        }
     }
 
     private static String fingerprint(String json) {
@@ -511,7 +475,7 @@ abstract class AbstractIdempotencyTest {
     void purgeRemovesAbandonedProcessingRecordsButNotLiveOrRetainedOnes() throws SQLException {
         RequestRecords purging = RequestRecords.builder(dataSource())
                 .database(database())
-                .staleAfter(stale)
+                .staleAfter(STALE)
                 .retention(Duration.ofHours(1))
                 .abandonedAfter(Duration.ofHours(1))
                 .build();
