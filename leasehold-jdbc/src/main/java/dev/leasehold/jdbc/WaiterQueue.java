@@ -1,9 +1,15 @@
 package dev.leasehold.jdbc;
 
+import dev.leasehold.LockKey;
+import dev.leasehold.jdbc.SqlDialect.Op;
 import dev.leasehold.spi.AcquireRequest;
+import dev.leasehold.spi.AcquireResult;
 import dev.leasehold.spi.WaiterPolicy;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
 import java.time.Duration;
 import java.util.HexFormat;
+import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
@@ -52,6 +58,8 @@ final class WaiterQueue {
     private final ConcurrentHashMap<String, Asked> asked = new ConcurrentHashMap<>();
 
     private final AtomicLong lastPurge = new AtomicLong(System.nanoTime());
+    private final StoreCalls calls;
+    private final String holder;
 
     /** A refused owner: when it was first refused, and when its place was last renewed (0: none). */
     private static final class Asked {
@@ -71,7 +79,10 @@ final class WaiterQueue {
     /** What to do after a refusal: take or renew the place ({@code join}), and whether it is new. */
     record Plan(boolean queued, boolean join, boolean fresh, long waitNanos) {}
 
-    WaiterQueue(boolean fair, Duration ttl, Duration bargingBound, Duration pollInterval) {
+    WaiterQueue(
+            StoreCalls calls, String holder, boolean fair, Duration ttl, Duration bargingBound, Duration pollInterval) {
+        this.calls = calls;
+        this.holder = holder;
         byte[] id = new byte[8];
         ThreadLocalRandom.current().nextBytes(id);
         this.wake = HexFormat.of().formatHex(id);
@@ -83,8 +94,80 @@ final class WaiterQueue {
         this.pollNanos = pollInterval.toNanos();
     }
 
+    /** The owner was granted the key: ends its place, where the dialect's acquire does not do that itself. */
+    void afterGrant(LockKey key, String owner) {
+        if (granted(owner) && calls.dialect.has(Op.FORGET)) {
+            calls.execute("acquire", key, c -> calls.update(c, Op.FORGET, StoreCalls.keyAndOwner(key, owner)));
+        }
+    }
+
+    /**
+     * A refused caller: takes or renews its place in the key's queue when it is due one, and is
+     * told when to ask again.
+     */
+    AcquireResult.Busy busy(LockKey key, String owner, AcquireResult.Busy busy, AcquireRequest request) {
+        long now = System.nanoTime();
+        long holderNanos = busy.holderRemaining().toNanos();
+        Plan plan = refused(owner, now, holderNanos, request);
+        if (!plan.queued()) {
+            return plan.waitNanos() == holderNanos ? busy : new AcquireResult.Busy(Duration.ofNanos(plan.waitNanos()));
+        }
+        long ahead = calls.execute("queue", key, connection -> {
+            if (plan.fresh() && calls.dialect.has(Op.CLEANUP)) {
+                calls.update(connection, Op.CLEANUP, Map.of("key", key.render()));
+            }
+            if (plan.join()) {
+                calls.update(
+                        connection,
+                        Op.JOIN,
+                        Map.of(
+                                "key",
+                                key.render(),
+                                "owner",
+                                owner,
+                                "queue_ms",
+                                ttlMillis,
+                                "holder",
+                                holder,
+                                "wake",
+                                wake));
+            }
+            if (!calls.dialect.has(Op.POSITION)) {
+                return -1L;
+            }
+            try (PreparedStatement statement =
+                            calls.prepare(connection, Op.POSITION, StoreCalls.keyAndOwner(key, owner));
+                    ResultSet row = statement.executeQuery()) {
+                return row.next() ? row.getLong(1) : 0L;
+            }
+        });
+        return new AcquireResult.Busy(Duration.ofNanos(queuedWait(owner, now, plan, ahead)));
+    }
+
+    /**
+     * Drops the owner's place and hands a key that a release gave it meanwhile on to the next live
+     * waiter (or frees it), in one call.
+     */
+    void leave(LockKey key, String owner) {
+        forget(owner);
+        Map<String, Object> values = StoreCalls.keyAndOwner(key, owner);
+        calls.execute("leave the queue", key, connection -> {
+            if (calls.dialect.has(Op.LEAVE)) {
+                try (PreparedStatement statement = calls.prepare(connection, Op.LEAVE, values)) {
+                    statement.execute();
+                }
+                return null;
+            }
+            // First the place, so that a release from now on passes this waiter over; then a key
+            // that was handed to it before.
+            calls.update(connection, Op.FORGET, values);
+            calls.update(connection, Op.RELEASE, values);
+            return null;
+        });
+    }
+
     /** The owner was granted the key: whether it had a place in the queue (which its grant ends). */
-    boolean granted(String owner) {
+    private boolean granted(String owner) {
         Asked a = asked.remove(owner);
         return a != null && a.lastRefresh() != 0;
     }
