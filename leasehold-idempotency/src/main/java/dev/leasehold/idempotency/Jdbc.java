@@ -107,8 +107,7 @@ final class Jdbc {
      * A unique-key violation, and only that: someone else created the row first.
      * PostgreSQL and H2 say 23505; MariaDB says 23000 for every integrity error, so there its error
      * code decides (1062 duplicate entry, 1586 duplicate entry for a named key). NOT NULL, foreign
-     * key and CHECK violations are other 23xxx states: they are errors, not twins ({@code
-     * AbstractIdempotencyTest#onlyUniqueViolationsCountAsAConcurrentTwin}).
+     * key and CHECK violations are other 23xxx states: they are errors, not twins.
      */
     static boolean isDuplicateKey(SQLException e) {
         for (Throwable t = e; t != null; t = t.getCause()) {

@@ -17,23 +17,10 @@ import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * This store's side of the waiter queue ({@code leasehold_waiter}): which owner tokens were told
- * "busy", since when, and which of them hold a place; when a refused caller takes a place; and how
- * long it should wait before asking again.
- *
- * <p>Only a waiter takes a place, when {@link WaiterPolicy} says it is due one: in fair mode from
- * its first refusal, by default once it has been refused for the barging bound. The lock service
- * says in its {@link AcquireRequest} whether it waits; a direct caller of the three-argument
- * acquire is taken for a waiter when it asks again with the same owner token (in fair mode on its
- * second ask). A single try never takes a place and leaves nothing in this store's memory. A place lives {@link #ttlMillis} after the caller last asked; while queued the caller is
- * told to ask again well within that.
- *
- * <p>How long a queued caller waits before asking again is told through the busy answer's holder
- * time (the lock service never sleeps past it): the head of the queue asks again within a
- * millisecond at first, slowing down to the release poll interval while the key stays held, so a
- * hand-off is taken at once where no notification tells the waiter (MariaDB, H2); a waiter further
- * back waits about two milliseconds per waiter ahead; on PostgreSQL, whose hand-off notification
- * wakes the waiter, a queued waiter asks again once per release poll interval (50 ms), which keeps
- * its place alive and bounds what a late notification costs.
+ * "busy" and since when, when a refused caller takes a place ({@link WaiterPolicy}), the queue's
+ * statements, and how long a queued caller waits before asking again (told through the busy
+ * answer's holder time). A single try never takes a place and leaves nothing in memory. The
+ * pacing of queued callers per database is in {@code docs/design/sql.md}.
  */
 final class WaiterQueue {
 

@@ -125,7 +125,7 @@ public final class SqlStatement {
 
     /**
      * Binds a value to every appearance of each name: strings, longs and ints by their own setters,
-     * null as SQL NULL, anything else as an object.
+     * null as a NULL string, anything else as an object.
      *
      * @throws IllegalArgumentException if a parameter of the statement has no value, or a value
      *     names no parameter of it
@@ -150,7 +150,7 @@ public final class SqlStatement {
             } else if (value instanceof Integer number) {
                 statement.setInt(index, number);
             } else if (value == null) {
-                statement.setNull(index, Types.NULL);
+                statement.setNull(index, Types.VARCHAR);
             } else {
                 statement.setObject(index, value);
             }
