@@ -1,6 +1,7 @@
 package dev.leasehold.idempotency;
 
 import dev.leasehold.LeaseStoreException;
+import dev.leasehold.jdbc.support.OwnTransactions;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.SQLException;
@@ -19,19 +20,23 @@ final class Jdbc {
 
     private Jdbc() {}
 
+    /**
+     * Record operations run as their own transactions under the rule of {@link
+     * dev.leasehold.jdbc.support}: never on a connection inside a caller's transaction.
+     */
+    private static final OwnTransactions OWN = OwnTransactions.builder(
+                    "the idempotency records", "a record operation is never part of a caller's transaction")
+            .build();
+
+    /**
+     * Runs {@code call} on a connection of {@code dataSource} as its own transaction.
+     *
+     * @throws IllegalStateException if the connection is inside a transaction, or its driver cannot
+     *     tell whether it is
+     */
     static <T> T autoCommit(DataSource dataSource, String operation, String subject, SqlCall<T> call) {
-        try (Connection connection = dataSource.getConnection()) {
-            if (connection.getAutoCommit()) {
-                return call.run(connection);
-            }
-            try {
-                T result = call.run(connection);
-                connection.commit();
-                return result;
-            } catch (SQLException | RuntimeException e) {
-                connection.rollback();
-                throw e;
-            }
+        try {
+            return OWN.run(dataSource, operation, subject, call::run);
         } catch (SQLException e) {
             throw failure(operation, subject, e);
         }
@@ -68,14 +73,7 @@ final class Jdbc {
 
     /** Runs one UPDATE with the arguments in order, in its own transaction; returns the row count. */
     static int update(DataSource dataSource, String operation, String subject, String sql, Object... args) {
-        return autoCommit(dataSource, operation, subject, c -> {
-            try (PreparedStatement s = c.prepareStatement(sql)) {
-                for (int i = 0; i < args.length; i++) {
-                    s.setObject(i + 1, args[i]);
-                }
-                return s.executeUpdate();
-            }
-        });
+        return autoCommit(dataSource, operation, subject, c -> executeUpdate(c, sql, args));
     }
 
     /**
@@ -85,36 +83,31 @@ final class Jdbc {
      */
     static boolean insertUnlessDuplicate(
             DataSource dataSource, String operation, String subject, String sql, Object... args) {
-        try (Connection c = dataSource.getConnection()) {
-            try (PreparedStatement s = c.prepareStatement(sql)) {
-                for (int i = 0; i < args.length; i++) {
-                    s.setObject(i + 1, args[i]);
-                }
-                s.executeUpdate();
-                if (!c.getAutoCommit()) {
-                    c.commit();
-                }
-                return true;
-            } catch (SQLException e) {
-                if (!c.getAutoCommit()) {
-                    c.rollback();
-                }
-                if (isDuplicateKey(e)) {
-                    return false;
-                }
-                throw e;
-            }
+        try {
+            OWN.run(dataSource, operation, subject, c -> executeUpdate(c, sql, args));
+            return true;
         } catch (SQLException e) {
+            if (isDuplicateKey(e)) {
+                return false;
+            }
             throw failure(operation, subject, e);
         }
     }
 
+    private static int executeUpdate(Connection c, String sql, Object... args) throws SQLException {
+        try (PreparedStatement s = c.prepareStatement(sql)) {
+            for (int i = 0; i < args.length; i++) {
+                s.setObject(i + 1, args[i]);
+            }
+            return s.executeUpdate();
+        }
+    }
+
     /**
-     * A unique-key violation, and only that: someone else created the row first (S1.4, S1.13).
+     * A unique-key violation, and only that: someone else created the row first.
      * PostgreSQL and H2 say 23505; MariaDB says 23000 for every integrity error, so there its error
      * code decides (1062 duplicate entry, 1586 duplicate entry for a named key). NOT NULL, foreign
-     * key and CHECK violations are other 23xxx states: they are errors, not twins ({@code
-     * AbstractIdempotencyTest#onlyUniqueViolationsCountAsAConcurrentTwin}).
+     * key and CHECK violations are other 23xxx states: they are errors, not twins.
      */
     static boolean isDuplicateKey(SQLException e) {
         for (Throwable t = e; t != null; t = t.getCause()) {

@@ -272,6 +272,41 @@ abstract class AbstractIdempotencyTest extends AbstractStackTest {
         assertThat(records.begin(scope, "pay-open", fingerprint("{}"))).isInstanceOf(Claim.Replay.class);
     }
 
+    /**
+     * A record operation is its own atomic step: given the caller's connection inside the caller's
+     * open transaction (Spring's transaction-aware data source), it neither commits nor joins that
+     * transaction. It refuses, and the caller's later rollback undoes all of the caller's work.
+     */
+    @Test
+    void aRecordIsNeverPartOfACallersTransaction() {
+        DataSource plain = dataSource();
+        var transactionAware = new org.springframework.jdbc.datasource.TransactionAwareDataSourceProxy(plain);
+        RequestRecords onCallersConnection =
+                RequestRecords.builder(transactionAware).database(database()).build();
+        var transactions = new org.springframework.transaction.support.TransactionTemplate(
+                new org.springframework.jdbc.datasource.DataSourceTransactionManager(plain));
+        String requestId = "caller-" + UUID.randomUUID().toString().substring(0, 20);
+        RuntimeException[] refusal = new RuntimeException[1];
+        transactions.executeWithoutResult(status -> {
+            try (Connection caller = transactionAware.getConnection()) {
+                book(caller, requestId, 7);
+            } catch (SQLException e) {
+                throw new IllegalStateException(e);
+            }
+            try {
+                onCallersConnection.begin(scope, "callers-transaction", fingerprint("{}"));
+            } catch (RuntimeException e) {
+                refusal[0] = e;
+            }
+            status.setRollbackOnly();
+        });
+        assertThat(ledgerRows(requestId))
+                .as("the caller's rolled-back work was not committed by the records")
+                .isZero();
+        assertThat(refusal[0]).isInstanceOf(IllegalStateException.class).hasMessageContaining("open transaction");
+        assertThat(records.find(scope, "callers-transaction")).isEmpty();
+    }
+
     @Test
     void completedRequestsArePurgedAfterRetentionButNeverInFlightOnes() {
         RequestRecords shortLived = RequestRecords.builder(dataSource())

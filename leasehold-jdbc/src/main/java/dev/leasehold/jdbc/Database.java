@@ -1,8 +1,6 @@
 package dev.leasehold.jdbc;
 
-import java.sql.Connection;
-import java.sql.SQLException;
-import java.util.Locale;
+import dev.leasehold.jdbc.support.Databases;
 import javax.sql.DataSource;
 
 /**
@@ -40,7 +38,7 @@ public enum Database {
     /**
      * A SQL expression for the current time in epoch milliseconds by the database's clock, fixed for
      * the statement and independent of session and JVM time zones. Other modules use it to judge
-     * staleness by the database clock only (B5).
+     * staleness by the database clock only.
      */
     public String nowMillisSql() {
         return switch (this) {
@@ -59,32 +57,12 @@ public enum Database {
     }
 
     /**
-     * The database behind a data source, from its JDBC metadata.
+     * The database behind a data source, from its JDBC metadata ({@link Databases#detect}).
      *
      * @throws IllegalArgumentException naming the product if it is not supported
      * @throws dev.leasehold.LeaseStoreException if no connection can be had
      */
     public static Database detect(DataSource dataSource) {
-        try (Connection connection = dataSource.getConnection()) {
-            return of(connection.getMetaData().getDatabaseProductName());
-        } catch (SQLException e) {
-            throw new dev.leasehold.LeaseStoreException("detect the database", "(none)", e);
-        }
-    }
-
-    static Database of(String productName) {
-        String name = productName == null ? "" : productName.toLowerCase(Locale.ROOT);
-        if (name.contains("postgresql")) {
-            return POSTGRESQL;
-        }
-        if (name.contains("mariadb")) {
-            return MARIADB;
-        }
-        if (name.equals("h2")) {
-            return H2;
-        }
-        throw new IllegalArgumentException("database '" + productName
-                + "' is not supported by the SQL lease store; supported: PostgreSQL, MariaDB (use the MariaDB"
-                + " driver), H2");
+        return Databases.detect(dataSource);
     }
 }

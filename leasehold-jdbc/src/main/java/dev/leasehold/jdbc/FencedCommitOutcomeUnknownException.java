@@ -8,8 +8,6 @@ import java.sql.SQLException;
  * committed the write or not. The write may have been committed: check the data before doing it
  * again, and never blindly re-apply a change that is not idempotent (a debit, an append), since an
  * equal fence from the same owner is accepted again.
- *
- * <p>Test: {@code AbstractJdbcLeaseStoreTest#commitWhoseOutcomeIsUnknownIsReportedAsPossiblyCommitted}.
  */
 public class FencedCommitOutcomeUnknownException extends SQLException {
     private static final long serialVersionUID = 1L;

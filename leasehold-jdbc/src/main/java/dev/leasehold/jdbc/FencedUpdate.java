@@ -2,6 +2,7 @@ package dev.leasehold.jdbc;
 
 import dev.leasehold.Lease;
 import dev.leasehold.LockKey;
+import dev.leasehold.jdbc.SqlDialect.Op;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
@@ -9,35 +10,21 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
+import java.util.HashMap;
 import java.util.HexFormat;
+import java.util.Map;
 import java.util.Objects;
 import javax.sql.DataSource;
 
 /**
- * Guards writes with fences (feature B1): a write under a lease is applied only if no newer fence
- * was accepted for the lease's key, so a holder that was paused past its lease cannot overwrite
- * what the next holder wrote.
- *
- * <p>A fence is bound to its lock key: fences are compared only with fences of the same key (the
- * row of {@code leasehold_fence} is named by {@link LockKey#render()}), so the rule is the same on
- * every store, whether its fences count per key or globally. An equal fence is accepted again only
- * from the owner it was first accepted from (the row keeps a SHA-256 digest of the owner token,
- * never the token), so two holders that were somehow handed the same fence cannot both write.
- *
- * <p>How: in the transaction of the write, one upsert raises the key's row to the caller's fence
- * if that is higher and returns the row. If it returns the caller's fence and owner, the write may
- * go ahead; the row stays locked until the transaction ends, so a writer with a newer fence waits
- * and then goes ahead, and an older one is refused. Thread-safe.
- *
- * <p>Tests: {@code AbstractJdbcLeaseStoreTest#pausedHolderLateWriteIsRejectedByTheFence},
- * {@code #fenceIsBoundToTheLeasesKey}, {@code #equalFenceIsAcceptedOnlyFromTheSameOwner},
- * {@code #failedCommitReportsTheRealCause}, {@code
- * #commitWhoseOutcomeIsUnknownIsReportedAsPossiblyCommitted}, on PostgreSQL, MariaDB and H2.
- *
- * <p>An in-doubt commit (the connection lost after COMMIT was sent) is a {@link
- * FencedCommitOutcomeUnknownException}: the write may stand, and since the same owner's equal
- * fence is accepted again, a retry would apply it twice; make such writes idempotent (a write id
- * checked in the same transaction) or check the data before retrying.
+ * Guards writes with fences: a write under a lease is applied only if no newer fence was accepted
+ * for the lease's key, so a holder that was paused past its lease cannot overwrite what the next
+ * holder wrote. Fences are compared only with fences of the same key, and an equal fence is
+ * accepted again only from the owner it was first accepted from (the row keeps a SHA-256 digest of
+ * the owner token, never the token). The check runs in the transaction of the write and keeps the
+ * key's fence row locked until that transaction ends. An in-doubt commit is a {@link
+ * FencedCommitOutcomeUnknownException}: the write may stand, and a retry would apply it twice unless
+ * it is idempotent. Thread-safe. How: {@code docs/design/sql.md}.
  */
 public final class FencedUpdate {
 
@@ -98,8 +85,7 @@ public final class FencedUpdate {
 
     /**
      * Runs {@code write} in a new transaction if the lease's fence is accepted for its key, and
-     * commits; rolls back on any failure before the commit. Test: {@code
-     * AbstractJdbcLeaseStoreTest#commitWhoseOutcomeIsUnknownIsReportedAsPossiblyCommitted}.
+     * commits; rolls back on any failure before the commit.
      *
      * @throws StaleFenceException if a newer fence, or the same fence from another owner, was
      *     accepted for the key (nothing is written)
@@ -244,10 +230,11 @@ public final class FencedUpdate {
                     "a fenced write must run in a transaction (autocommit off), so the fence check and the write"
                             + " commit together");
         }
-        try (PreparedStatement statement = connection.prepareStatement(dialect.acceptFence())) {
-            statement.setString(1, resource);
-            statement.setLong(2, fence);
-            statement.setString(3, digest);
+        Map<String, Object> values = new HashMap<>();
+        values.put("resource", resource);
+        values.put("fence", fence);
+        values.put("owner_digest", digest); // null for a resource without an owner
+        try (PreparedStatement statement = dialect.get(Op.ACCEPT_FENCE).prepare(connection, values)) {
             try (ResultSet row = statement.executeQuery()) {
                 if (!row.next()) {
                     throw new SQLException("the fence statement returned no row for " + resource);

@@ -1,5 +1,7 @@
 package dev.leasehold.jdbc;
 
+import dev.leasehold.jdbc.SqlDialect.Op;
+
 /** The lease SQL for H2 (2.x): {@code MERGE ... USING} read back through {@code FINAL TABLE}. */
 final class H2Dialect {
 
@@ -51,8 +53,8 @@ final class H2Dialect {
             SELECT owner_token, fence, expires_at_ms, %1$s AS now_ms FROM FINAL TABLE (
               MERGE INTO leasehold_lease l
               USING (SELECT p.k, p.o, p.ms, p.h, %4$s AS g
-                       FROM (VALUES (CAST(? AS VARCHAR(255)), CAST(? AS VARCHAR(128)), CAST(? AS BIGINT),
-                                     CAST(? AS VARCHAR(255)))) AS p(k, o, ms, h)) AS p
+                       FROM (VALUES (CAST(:key AS VARCHAR(255)), CAST(:owner AS VARCHAR(128)), CAST(:lease_ms AS BIGINT),
+                                     CAST(:holder AS VARCHAR(255)))) AS p(k, o, ms, h)) AS p
                  ON l.lock_key = p.k
               WHEN MATCHED THEN UPDATE SET
                    fence = CASE WHEN %3$s THEN GREATEST(l.fence + 1, %2$s) ELSE l.fence END,
@@ -68,7 +70,7 @@ final class H2Dialect {
     private static final String RENEW = """
             SELECT owner_token, fence, expires_at_ms, %1$s AS now_ms FROM FINAL TABLE (
               MERGE INTO leasehold_lease l
-              USING (VALUES (CAST(? AS VARCHAR(255)), CAST(? AS VARCHAR(128)), CAST(? AS BIGINT))) AS p(k, o, ms)
+              USING (VALUES (CAST(:key AS VARCHAR(255)), CAST(:owner AS VARCHAR(128)), CAST(:lease_ms AS BIGINT))) AS p(k, o, ms)
                  ON l.lock_key = p.k
               WHEN MATCHED AND l.owner_token = p.o AND l.expires_at_ms > %1$s THEN UPDATE SET
                    expires_at_ms = %1$s + p.ms)
@@ -84,9 +86,9 @@ final class H2Dialect {
     private static final String RELEASE = """
             MERGE INTO leasehold_lease l
             USING (SELECT p.k, p.o, h.owner_token AS ho, h.expires_at_ms AS he, h.holder AS hh
-                     FROM (VALUES (CAST(? AS VARCHAR(255)), CAST(? AS VARCHAR(128)))) AS p(k, o)
+                     FROM (VALUES (CAST(:key AS VARCHAR(255)), CAST(:owner AS VARCHAR(128)))) AS p(k, o)
                      LEFT JOIN (SELECT w.owner_token, w.expires_at_ms, w.holder FROM leasehold_waiter w
-                                 WHERE w.lock_key = CAST(? AS VARCHAR(255)) AND w.owner_token <> CAST(? AS VARCHAR(128))
+                                 WHERE w.lock_key = CAST(:key AS VARCHAR(255)) AND w.owner_token <> CAST(:owner AS VARCHAR(128))
                                    AND w.expires_at_ms > %1$s
                                  ORDER BY w.arrived_us, w.owner_token FETCH FIRST 1 ROW ONLY) h ON TRUE) s
                ON l.lock_key = s.k AND l.owner_token = s.o AND l.expires_at_ms > %1$s
@@ -104,8 +106,8 @@ final class H2Dialect {
      */
     private static final String JOIN = """
             MERGE INTO leasehold_waiter w
-            USING (VALUES (CAST(? AS VARCHAR(255)), CAST(? AS VARCHAR(128)), CAST(? AS BIGINT),
-                           CAST(? AS VARCHAR(255)), CAST(? AS VARCHAR(32)))) AS p(k, o, ttl, h, wake)
+            USING (VALUES (CAST(:key AS VARCHAR(255)), CAST(:owner AS VARCHAR(128)), CAST(:queue_ms AS BIGINT),
+                           CAST(:holder AS VARCHAR(255)), CAST(:wake AS VARCHAR(32)))) AS p(k, o, ttl, h, wake)
                ON w.lock_key = p.k AND w.owner_token = p.o
             WHEN MATCHED THEN UPDATE SET
                  arrived_us = CASE WHEN w.expires_at_ms > %1$s THEN w.arrived_us ELSE %2$s END,
@@ -117,25 +119,25 @@ final class H2Dialect {
     /* position: live waiters ahead of the caller's place, not counting the key's holder. */
     private static final String POSITION = """
             SELECT COUNT(*) FROM leasehold_waiter w
-             WHERE w.lock_key = ? AND w.owner_token <> ? AND w.expires_at_ms > %1$s
-               AND w.arrived_us < (SELECT m.arrived_us FROM leasehold_waiter m WHERE m.lock_key = ? AND m.owner_token = ?)
+             WHERE w.lock_key = :key AND w.owner_token <> :owner AND w.expires_at_ms > %1$s
+               AND w.arrived_us < (SELECT m.arrived_us FROM leasehold_waiter m WHERE m.lock_key = :key AND m.owner_token = :owner)
                AND NOT EXISTS (SELECT 1 FROM leasehold_lease l WHERE l.lock_key = w.lock_key
                                   AND l.owner_token = w.owner_token)
             """.formatted(NOW);
 
     /* cleanup: deletes the key's places that ended (expired, or their grant was released). */
     private static final String CLEANUP = """
-            DELETE FROM leasehold_waiter WHERE lock_key = ? AND expires_at_ms <= %1$s
+            DELETE FROM leasehold_waiter WHERE lock_key = :key AND expires_at_ms <= %1$s
             """.formatted(NOW);
 
     /* ended places: deletes at most `limit` places that ended (their waiter stopped asking). */
     private static final String DELETE_ENDED_PLACES = """
-            DELETE FROM leasehold_waiter WHERE expires_at_ms <= %1$s FETCH FIRST ? ROWS ONLY
+            DELETE FROM leasehold_waiter WHERE expires_at_ms <= %1$s FETCH FIRST :limit ROWS ONLY
             """.formatted(NOW);
 
     /* forget: deletes the place of a caller that was just granted the key. */
     private static final String FORGET = """
-            DELETE FROM leasehold_waiter WHERE lock_key = ? AND owner_token = ?
+            DELETE FROM leasehold_waiter WHERE lock_key = :key AND owner_token = :owner
             """;
 
     /*
@@ -144,35 +146,35 @@ final class H2Dialect {
      */
     private static final String FORCE_RELEASE = """
             UPDATE leasehold_lease SET owner_token = NULL, expires_at_ms = %1$s, holder = '%2$s'
-             WHERE lock_key = ? AND expires_at_ms > %1$s
+             WHERE lock_key = :key AND expires_at_ms > %1$s
             """.formatted(NOW, PolledReleaseWatcher.FORCED);
 
     /* inspect: the unexpired lease, if any. */
     private static final String INSPECT = """
             SELECT owner_token, fence, expires_at_ms, %1$s AS now_ms
               FROM leasehold_lease
-             WHERE lock_key = ? AND expires_at_ms > %1$s
+             WHERE lock_key = :key AND expires_at_ms > %1$s
             """.formatted(NOW);
 
     /* list: the unexpired leases whose keys match a LIKE pattern, in key order. */
     private static final String LIST = """
             SELECT lock_key, owner_token, fence, expires_at_ms, %1$s AS now_ms
               FROM leasehold_lease
-             WHERE lock_key LIKE ? ESCAPE '!' AND expires_at_ms > %1$s
-             ORDER BY lock_key LIMIT ?
+             WHERE lock_key LIKE :pattern ESCAPE '!' AND expires_at_ms > %1$s
+             ORDER BY lock_key LIMIT :limit
             """.formatted(NOW);
 
     /* delete-expired: removes at most `limit` rows expired (or released) longer than retention_ms ago. */
     private static final String DELETE_EXPIRED = """
-            DELETE FROM leasehold_lease WHERE expires_at_ms < %1$s - CAST(? AS BIGINT)
-               AND expires_at_ms < %1$s - CAST(? AS BIGINT) FETCH FIRST ? ROWS ONLY
+            DELETE FROM leasehold_lease WHERE expires_at_ms < %1$s - CAST(:retention_ms AS BIGINT)
+               AND expires_at_ms < %1$s - CAST(:retention_ms AS BIGINT) FETCH FIRST :limit ROWS ONLY
             """.formatted(NOW);
 
     /* accept-fence: raises the resource's fence if the given one is higher, recording its owner; locks the row. */
     private static final String ACCEPT_FENCE = """
             SELECT fence, owner_digest FROM FINAL TABLE (
               MERGE INTO leasehold_fence f
-              USING (VALUES (CAST(? AS VARCHAR(255)), CAST(? AS BIGINT), CAST(? AS VARCHAR(64)))) AS p(resource, fence, d)
+              USING (VALUES (CAST(:resource AS VARCHAR(255)), CAST(:fence AS BIGINT), CAST(:owner_digest AS VARCHAR(64)))) AS p(resource, fence, d)
                  ON f.resource = p.resource
               WHEN MATCHED THEN UPDATE SET
                    owner_digest = CASE WHEN f.fence < p.fence THEN p.d ELSE f.owner_digest END,
@@ -180,30 +182,22 @@ final class H2Dialect {
               WHEN NOT MATCHED THEN INSERT (resource, fence, owner_digest) VALUES (p.resource, p.fence, p.d))
             """;
 
-    static final SqlDialect SQL = new SqlDialect(
-            Database.H2,
-            ACQUIRE,
-            RENEW,
-            RELEASE,
-            FORCE_RELEASE,
-            INSPECT,
-            LIST,
-            null,
-            DELETE_EXPIRED,
-            ACCEPT_FENCE,
-            "KOMH",
-            "KOKO",
-            JOIN,
-            POSITION,
-            CLEANUP,
-            FORGET,
-            null,
-            null,
-            DELETE_ENDED_PLACES,
-            false,
-            false,
-            true,
-            true);
+    static final SqlDialect SQL = SqlDialect.builder(Database.H2)
+            .statement(Op.ACQUIRE, ACQUIRE)
+            .statement(Op.RENEW, RENEW)
+            .statement(Op.RELEASE, RELEASE)
+            .statement(Op.FORCE_RELEASE, FORCE_RELEASE)
+            .statement(Op.INSPECT, INSPECT)
+            .statement(Op.LIST, LIST)
+            .statement(Op.DELETE_EXPIRED, DELETE_EXPIRED)
+            .statement(Op.ACCEPT_FENCE, ACCEPT_FENCE)
+            .statement(Op.JOIN, JOIN)
+            .statement(Op.POSITION, POSITION)
+            .statement(Op.CLEANUP, CLEANUP)
+            .statement(Op.FORGET, FORGET)
+            .statement(Op.DELETE_ENDED_PLACES, DELETE_ENDED_PLACES)
+            .retriesDuplicateKey()
+            .build();
 
     private H2Dialect() {}
 }

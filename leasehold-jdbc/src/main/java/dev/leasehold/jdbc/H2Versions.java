@@ -8,9 +8,7 @@ import java.util.regex.Pattern;
  * {@code INFORMATION_SCHEMA.SESSIONS}, which every statement of the store makes for the database's
  * clock, with an internal {@code NullPointerException} while another session ends its transaction
  * (h2database issue 4352, reported on 2.1.214 and 2.4.240): under concurrent use acquires and
- * releases then fail as if the store were down. {@code
- * H2LeaseStoreTest#statementsNeverFailWhileOtherSessionsEndTheirTransactions} failed on 2.4.240 and
- * passes on {@value #TESTED}.
+ * releases then fail as if the store were down; {@value #TESTED} does not.
  */
 final class H2Versions {
 

@@ -3,6 +3,8 @@ package dev.leasehold.jdbc;
 import dev.leasehold.LeaseInfo;
 import dev.leasehold.LeaseStoreException;
 import dev.leasehold.LockKey;
+import dev.leasehold.jdbc.SqlDialect.Op;
+import dev.leasehold.jdbc.support.Databases;
 import dev.leasehold.spi.AcquireRequest;
 import dev.leasehold.spi.AcquireResult;
 import dev.leasehold.spi.Grant;
@@ -16,104 +18,58 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
-import java.sql.SQLFeatureNotSupportedException;
 import java.time.Duration;
-import java.time.Instant;
-import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
-import java.util.concurrent.Executor;
-import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
 import javax.sql.DataSource;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
 
 /**
  * A {@link LeaseStore} on a SQL database over plain JDBC: PostgreSQL, MariaDB or H2, one row per
  * key in {@code leasehold_lease} (create it with the bundled Flyway scripts or {@link JdbcSchema}).
  *
- * <p>Every lease operation is ONE atomic statement (an upsert, a conditional update or a select;
- * the SQL of each dialect is in one class with its condition). Expiry is decided by the database
- * clock only, read once per statement (never the transaction's start): the JVM sends durations, the
- * database computes and compares epoch milliseconds, so a JVM whose clock or time zone differs from
- * the database's changes nothing.
- *
- * <p>Fences: every fence handed out is at least the database time in microseconds, and above the
- * row's previous fence ({@code max(fence + 1, now_us)}, in the same statement), so fences strictly
- * increase even when the row comes back older: a restore from a backup, a point-in-time recovery,
- * a promoted replica that missed the last grants, or {@link #deleteExpired housekeeping} deleting
- * the row ({@code LeaseStoreConformance#fencesNeverRepeatAfterARestoreOfOlderState} on H2,
- * PostgreSQL and MariaDB). The limit: the database clock must not go back (across a failover, the
- * new primary's clock must not be behind the old one's by more than the time the failover takes).
- *
- * <p>Owner tokens follow {@link OwnerTokens#check} and are compared exactly, byte for byte (on
- * MariaDB through the NO PAD collation {@code utf8mb4_nopad_bin}, from schema version 1.2): {@code
- * w1} and {@code w1 } are two owners ({@code LeaseStoreConformance#ownersThatDifferOnlyByTrailingSpacesAreTwoOwners}).
- *
- * <p>Transactions: every operation is its own transaction, committed before the method returns,
- * so a grant is never lost with a caller's rollback and a renewal on a scheduler thread is never
- * left uncommitted. A connection handed out with autocommit off is switched to autocommit for the
- * statement and back (PostgreSQL and H2 do that without a round trip); on MariaDB, where the
- * switch costs a round trip, the statement is committed instead, one extra round trip (give the
- * store a pool with autocommit on to avoid it). A connection that is already inside a transaction
- * (a transaction-aware data source used inside a caller's transaction) is refused with an {@link
- * IllegalStateException}: the store would otherwise commit the caller's work. So is an
- * autocommit-off connection whose transaction state the driver cannot report (a wrapper that does
- * not unwrap to the driver's connection, MariaDB Connector/J before 3): the store never guesses
- * (tests {@code AbstractJdbcLeaseStoreTest#aLeaseIsNeverPartOfACallersTransaction} and {@code
- * #aLeaseIsNeverPartOfACallersTransactionWhenTheDriverStateIsHidden}).
- *
- * <p>A statement that fails on a deadlock or serialization conflict (SQLState 40001, MariaDB error
- * 1213) is run again, up to {@value Connections#ATTEMPTS} times, within the same operation.
- *
- * <p>Release notifications: on PostgreSQL, release and force-release notify in the same statement
- * ({@code pg_notify}) and {@link #subscribe} listens on one connection of the pool held for that
- * purpose, so waiters in other processes are woken when the release commits. MariaDB and H2 have
- * no notifications: one thread per store polls the watched keys with one statement every 50 ms at
- * most, sooner when a watched holder's lease runs out (busy results carry the holder's real
- * remaining time). Thread-safe.
- *
- * <p>Every call waits at most the {@link Builder#callTimeout call timeout} (5 s by default) for
- * each answer of the database: it is set as the borrowed connection's network timeout (the
- * driver's socket read timeout on PostgreSQL and MariaDB, no round trip) and the previous one is
- * put back before the connection returns to the pool. A database that stops answering (a
- * partition, a hung server) makes the call fail with a {@link LeaseStoreException} naming the key
- * after about that long, the connection is closed by the driver, and a release or grant whose
- * answer was lost is in doubt: the key frees at its expiry at the latest
- * ({@code JdbcCallTimeoutTest}). Borrowing the connection is bounded by the pool's own connection
- * timeout. Embedded H2 has no network and ignores the setting.
+ * <p>Every operation is one atomic statement in its own transaction, committed before the method
+ * returns, with expiry decided by the database clock. A connection inside a caller's transaction,
+ * or whose transaction state the driver cannot report, is refused with an {@link
+ * IllegalStateException} (the rule of {@link dev.leasehold.jdbc.support}). Fences strictly increase
+ * per key, even after a restore of older rows, as long as the database clock does not go back.
+ * Owner tokens are compared byte for byte. Each call waits at most the {@link Builder#callTimeout
+ * call timeout} for each answer of the database. Thread-safe. How the statements achieve this is
+ * in {@code docs/design/sql.md}; the tests proving each guarantee are listed in {@code
+ * docs/guarantees.md}.
  */
 public final class JdbcLeaseStore implements LeaseStore {
 
-    private static final Logger log = LoggerFactory.getLogger(JdbcLeaseStore.class);
-
-    private final DataSource dataSource;
     private final SqlDialect dialect;
     private final String holder;
     private final boolean notifications;
-    private final AtomicBoolean warnedAboutCommits = new AtomicBoolean();
     private final ReentrantLock listenerLock = new ReentrantLock();
     private final Duration pollInterval;
-    private final int callTimeoutMillis;
+    private final StoreCalls calls;
     private final WaiterQueue queue;
+    private final LeaseAdmin admin;
+    private final Housekeeping housekeeping;
     private ReleaseFeed feed; // guarded by listenerLock
     private volatile boolean closed;
 
     private JdbcLeaseStore(Builder builder) {
-        this.dataSource = builder.dataSource;
         this.dialect = builder.database.dialect();
         this.holder = builder.holder;
         this.notifications = builder.releaseNotifications;
         this.pollInterval = builder.pollInterval;
-        this.callTimeoutMillis = (int) builder.callTimeout.toMillis();
+        this.calls = new StoreCalls(builder.dataSource, dialect, builder.callTimeout);
         this.queue = new WaiterQueue(
+                calls,
+                holder,
                 builder.fairQueueTtl != null,
                 builder.fairQueueTtl != null ? builder.fairQueueTtl : WaiterQueue.DEFAULT_TTL,
                 builder.bargingBound,
                 builder.pollInterval);
+        this.admin = new LeaseAdmin(calls);
+        this.housekeeping = new Housekeeping(calls);
     }
 
     /** A builder for a store on {@code dataSource}. */
@@ -144,108 +100,38 @@ public final class JdbcLeaseStore implements LeaseStore {
 
     private AcquireResult acquire(LockKey key, String owner, Duration leaseFor, AcquireRequest request) {
         checkOwner(key, owner);
-        long millis = millis(leaseFor);
-        AcquireResult result = execute("acquire", key, connection -> {
-            try (PreparedStatement statement = connection.prepareStatement(dialect.acquire())) {
-                bind(statement, dialect.acquireBinds(), key, owner, millis);
-                try (ResultSet row = statement.executeQuery()) {
-                    if (!row.next()) {
-                        // Created by another caller a moment ago; its expiry is not known yet.
-                        return new AcquireResult.Busy(Duration.ZERO);
-                    }
-                    boolean granted =
-                            dialect.acquireReportsGranted() ? row.getBoolean(5) : owner.equals(row.getString(1));
-                    if (granted) {
-                        return new AcquireResult.Granted(grant(row));
-                    }
-                    return new AcquireResult.Busy(remaining(row));
+        Map<String, Object> values =
+                Map.of("key", key.render(), "owner", owner, "lease_ms", millis(leaseFor), "holder", holder);
+        AcquireResult result = calls.execute("acquire", key, connection -> {
+            try (PreparedStatement statement = calls.prepare(connection, Op.ACQUIRE, values);
+                    ResultSet row = statement.executeQuery()) {
+                if (!row.next()) {
+                    // Created by another caller a moment ago; its expiry is not known yet.
+                    return new AcquireResult.Busy(Duration.ZERO);
                 }
+                boolean granted = dialect.acquireReportsGranted() ? row.getBoolean(5) : owner.equals(row.getString(1));
+                return granted
+                        ? new AcquireResult.Granted(StoreCalls.grant(row))
+                        : new AcquireResult.Busy(StoreCalls.remaining(row));
             }
         });
         if (result instanceof AcquireResult.Busy busy) {
-            return refused(key, owner, busy, request);
+            return queue.busy(key, owner, busy, request);
         }
-        if (queue.granted(owner) && dialect.forget() != null) {
-            // The grant ends the caller's place (PostgreSQL's acquire does it in its statement).
-            execute("acquire", key, connection -> {
-                try (PreparedStatement statement = connection.prepareStatement(dialect.forget())) {
-                    bind(statement, "KO", key, owner, 0);
-                    return statement.executeUpdate();
-                }
-            });
-        }
+        queue.afterGrant(key, owner);
         return result;
-    }
-
-    /**
-     * A refused caller: takes or renews its place in the key's queue when it is due one ({@link
-     * WaiterQueue}), and is told when to ask again.
-     */
-    private AcquireResult refused(LockKey key, String owner, AcquireResult.Busy busy, AcquireRequest request) {
-        long now = System.nanoTime();
-        long holderNanos = busy.holderRemaining().toNanos();
-        WaiterQueue.Plan plan = queue.refused(owner, now, holderNanos, request);
-        if (!plan.queued()) {
-            return plan.waitNanos() == holderNanos ? busy : new AcquireResult.Busy(Duration.ofNanos(plan.waitNanos()));
-        }
-        long ahead = execute("queue", key, connection -> {
-            if (plan.fresh() && dialect.cleanup() != null) {
-                try (PreparedStatement statement = connection.prepareStatement(dialect.cleanup())) {
-                    statement.setString(1, key.render());
-                    statement.executeUpdate();
-                }
-            }
-            if (plan.join()) {
-                try (PreparedStatement statement = connection.prepareStatement(dialect.join())) {
-                    bind(statement, "KOTHW", key, owner, 0);
-                    statement.executeUpdate();
-                }
-            }
-            if (dialect.position() == null) {
-                return -1L;
-            }
-            try (PreparedStatement statement = connection.prepareStatement(dialect.position())) {
-                bind(statement, "KOKO", key, owner, 0);
-                try (ResultSet row = statement.executeQuery()) {
-                    return row.next() ? row.getLong(1) : 0L;
-                }
-            }
-        });
-        return new AcquireResult.Busy(Duration.ofNanos(queue.queuedWait(owner, now, plan, ahead)));
-    }
-
-    /** Binds a statement's parameters as its bind string says ({@link SqlDialect}). */
-    private void bind(PreparedStatement statement, String binds, LockKey key, String owner, long millis)
-            throws SQLException {
-        for (int i = 0; i < binds.length(); i++) {
-            int index = i + 1;
-            switch (binds.charAt(i)) {
-                case 'K' -> statement.setString(index, key.render());
-                case 'O' -> statement.setString(index, owner);
-                case 'M' -> statement.setLong(index, millis);
-                case 'H' -> statement.setString(index, holder);
-                case 'T' -> statement.setLong(index, queue.ttlMillis);
-                case 'W' -> statement.setString(index, queue.wake);
-                default -> throw new IllegalStateException("unknown parameter " + binds.charAt(i));
-            }
-        }
     }
 
     @Override
     public Optional<Grant> renew(LockKey key, String owner, Duration leaseFor) {
         checkOwner(key, owner);
-        long millis = millis(leaseFor);
-        return execute("renew", key, connection -> {
-            try (PreparedStatement statement = connection.prepareStatement(dialect.renew())) {
-                statement.setString(1, key.render());
-                statement.setString(2, owner);
-                statement.setLong(3, millis);
-                try (ResultSet row = statement.executeQuery()) {
-                    if (row.next() && owner.equals(row.getString(1))) {
-                        return Optional.of(grant(row));
-                    }
-                    return Optional.empty();
-                }
+        Map<String, Object> values = Map.of("key", key.render(), "owner", owner, "lease_ms", millis(leaseFor));
+        return calls.execute("renew", key, connection -> {
+            try (PreparedStatement statement = calls.prepare(connection, Op.RENEW, values);
+                    ResultSet row = statement.executeQuery()) {
+                return row.next() && owner.equals(row.getString(1))
+                        ? Optional.of(StoreCalls.grant(row))
+                        : Optional.<Grant>empty();
             }
         });
     }
@@ -253,18 +139,16 @@ public final class JdbcLeaseStore implements LeaseStore {
     @Override
     public boolean release(LockKey key, String owner) {
         checkOwner(key, owner);
-        boolean released;
         try {
-            released = execute("release", key, connection -> {
-                try (PreparedStatement statement = connection.prepareStatement(dialect.release())) {
-                    bind(statement, dialect.releaseBinds(), key, owner, 0);
-                    return changedOneRow(statement);
+            return calls.execute("release", key, connection -> {
+                try (PreparedStatement statement =
+                        calls.prepare(connection, Op.RELEASE, StoreCalls.keyAndOwner(key, owner))) {
+                    return calls.changedOneRow(statement);
                 }
             });
         } catch (SchemaMissingException e) {
             return false; // without the table no grant exists; the acquire has said what is missing
         }
-        return released;
     }
 
     /**
@@ -275,45 +159,13 @@ public final class JdbcLeaseStore implements LeaseStore {
     @Override
     public void leaveQueue(LockKey key, String owner) {
         checkOwner(key, owner);
-        queue.forget(owner);
-        execute("leave the queue", key, connection -> {
-            if (dialect.leave() != null) {
-                try (PreparedStatement statement = connection.prepareStatement(dialect.leave())) {
-                    bind(statement, "KO", key, owner, 0);
-                    statement.execute();
-                }
-                return null;
-            }
-            // First the place, so that a release from now on passes this waiter over; then a key
-            // that was handed to it before.
-            try (PreparedStatement statement = connection.prepareStatement(dialect.forget())) {
-                bind(statement, "KO", key, owner, 0);
-                statement.executeUpdate();
-            }
-            try (PreparedStatement statement = connection.prepareStatement(dialect.release())) {
-                bind(statement, dialect.releaseBinds(), key, owner, 0);
-                statement.executeUpdate();
-            }
-            return null;
-        });
+        queue.leave(key, owner);
     }
 
     @Override
     public Optional<LeaseInfo> inspect(LockKey key) {
         Objects.requireNonNull(key, "key is missing (null)");
-        return execute("inspect", key, connection -> {
-            try (PreparedStatement statement = connection.prepareStatement(dialect.inspect())) {
-                statement.setString(1, key.render());
-                try (ResultSet row = statement.executeQuery()) {
-                    if (!row.next()) {
-                        return Optional.empty();
-                    }
-                    Grant grant = grant(row);
-                    return Optional.of(
-                            new LeaseInfo(key, row.getString(1), grant.fence(), grant.remaining(), grant.expiresAt()));
-                }
-            }
-        });
+        return admin.inspect(key);
     }
 
     @Override
@@ -322,51 +174,23 @@ public final class JdbcLeaseStore implements LeaseStore {
         if (limit < 1 || limit > 10_000) {
             throw new IllegalArgumentException("limit must be between 1 and 10000, was " + limit);
         }
-        String pattern = namespace.replace("!", "!!").replace("%", "!%").replace("_", "!_") + ":%";
-        return execute("list", null, connection -> {
-            try (PreparedStatement statement = connection.prepareStatement(dialect.list())) {
-                statement.setString(1, pattern);
-                statement.setInt(2, limit);
-                List<LeaseInfo> leases = new ArrayList<>();
-                try (ResultSet row = statement.executeQuery()) {
-                    while (row.next()) {
-                        long expiresAt = row.getLong(4);
-                        leases.add(new LeaseInfo(
-                                LockKey.parse(row.getString(1)),
-                                row.getString(2),
-                                row.getLong(3),
-                                Duration.ofMillis(Math.max(0, expiresAt - row.getLong(5))),
-                                Instant.ofEpochMilli(expiresAt)));
-                    }
-                }
-                return leases;
-            }
-        });
+        return admin.list(namespace, limit);
     }
 
     @Override
     public boolean forceRelease(LockKey key) {
         Objects.requireNonNull(key, "key is missing (null)");
-        return execute("force-release", key, connection -> {
-            try (PreparedStatement statement = connection.prepareStatement(dialect.forceRelease())) {
-                statement.setString(1, key.render());
-                return changedOneRow(statement);
-            }
-        });
+        return admin.forceRelease(key);
     }
 
     /**
      * Deletes at most {@code limit} rows whose lease expired, or was released, more than {@code
-     * retention} ago by the database clock; call it again while it returns {@code limit}. Rows are
-     * found through the expiry index; a live lease is never deleted, and on MariaDB no live row is
-     * locked (a non-locking read finds the rows, which are then deleted by primary key, each only if
-     * still expired). Safe for fences: a deleted key's next row starts above any fence it had.
-     * Also deletes at most {@code limit} places of the waiter queue that ended (their waiter stopped
-     * asking without leaving), so no place outlives its queue TTL by more than the interval at which
-     * this is called.
+     * retention} ago by the database clock, and at most {@code limit} places of the waiter queue
+     * that ended; a live lease is never deleted, and a deleted key's next row starts above any fence
+     * it had. Call it again while it returns at least {@code limit}; a place then outlives its
+     * queue TTL by at most the interval of these calls.
      *
-     * @return how many rows were deleted, leases and places; call it again while that is at least
-     *     {@code limit}
+     * @return how many rows were deleted, leases and places
      * @throws IllegalArgumentException if retention is under one minute or limit is not 1 to 10000
      */
     public int deleteExpired(Duration retention, int limit) {
@@ -377,98 +201,7 @@ public final class JdbcLeaseStore implements LeaseStore {
         if (limit < 1 || limit > 10_000) {
             throw new IllegalArgumentException("limit must be between 1 and 10000, was " + limit);
         }
-        return deleteExpiredLeases(retention, limit) + deleteEndedPlaces(limit);
-    }
-
-    /** Deletes at most {@code limit} ended places of the waiter queue. */
-    private int deleteEndedPlaces(int limit) {
-        if (dialect.endedPlaces() == null) {
-            return execute("delete ended places", null, connection -> {
-                try (PreparedStatement statement = connection.prepareStatement(dialect.deleteEndedPlaces())) {
-                    statement.setInt(1, limit);
-                    return statement.executeUpdate();
-                }
-            });
-        }
-        List<String[]> places = execute("delete ended places", null, connection -> {
-            try (PreparedStatement statement = connection.prepareStatement(dialect.endedPlaces())) {
-                statement.setInt(1, limit);
-                List<String[]> found = new ArrayList<>();
-                try (ResultSet row = statement.executeQuery()) {
-                    while (row.next()) {
-                        found.add(new String[] {row.getString(1), row.getString(2)});
-                    }
-                }
-                return found;
-            }
-        });
-        places.sort(java.util.Comparator.<String[], String>comparing(place -> place[0])
-                .thenComparing(place -> place[1]));
-        return deleteInBatches("delete ended places", dialect.deleteEndedPlaces(), places, (statement, place) -> {
-            statement.setString(1, place[0]);
-            statement.setString(2, place[1]);
-        });
-    }
-
-    @FunctionalInterface
-    private interface RowBinder<T> {
-        void bind(PreparedStatement statement, T row) throws SQLException;
-    }
-
-    /** Runs {@code sql} for each of the rows, in batches of {@value #DELETE_BATCH}: the rows it changed. */
-    private <T> int deleteInBatches(String operation, String sql, List<T> rows, RowBinder<T> binder) {
-        int deleted = 0;
-        for (int from = 0; from < rows.size(); from += DELETE_BATCH) {
-            List<T> batch = rows.subList(from, Math.min(rows.size(), from + DELETE_BATCH));
-            deleted += execute(operation, null, connection -> {
-                try (PreparedStatement statement = connection.prepareStatement(sql)) {
-                    for (T row : batch) {
-                        binder.bind(statement, row);
-                        statement.addBatch();
-                    }
-                    int count = 0;
-                    for (int one : statement.executeBatch()) {
-                        count += Math.max(0, one);
-                    }
-                    return count;
-                }
-            });
-        }
-        return deleted;
-    }
-
-    private int deleteExpiredLeases(Duration retention, int limit) {
-        if (dialect.expiredKeys() == null) {
-            return execute("delete expired rows", null, connection -> {
-                try (PreparedStatement statement = connection.prepareStatement(dialect.deleteExpired())) {
-                    statement.setLong(1, retention.toMillis());
-                    statement.setLong(2, retention.toMillis());
-                    statement.setInt(3, limit);
-                    return statement.executeUpdate();
-                }
-            });
-        }
-        // Find the rows with a read that locks nothing, then delete them one by one by primary key,
-        // in key order and in batches; each only if still expired, so a row re-acquired in between
-        // survives.
-        List<String> keys = execute("delete expired rows", null, connection -> {
-            try (PreparedStatement statement = connection.prepareStatement(dialect.expiredKeys())) {
-                statement.setLong(1, retention.toMillis());
-                statement.setInt(2, limit);
-                List<String> found = new ArrayList<>();
-                try (ResultSet row = statement.executeQuery()) {
-                    while (row.next()) {
-                        found.add(row.getString(1));
-                    }
-                }
-                return found;
-            }
-        });
-        keys.sort(null);
-        return deleteInBatches("delete expired rows", dialect.deleteExpired(), keys, (statement, key) -> {
-            statement.setString(1, key);
-            statement.setLong(2, retention.toMillis());
-        });
+        return housekeeping.deleteExpired(retention, limit);
     }
 
     @Override
@@ -507,8 +240,8 @@ public final class JdbcLeaseStore implements LeaseStore {
             }
             if (feed == null) {
                 feed = dialect.database() == Database.POSTGRESQL
-                        ? new PostgresReleaseListener(dataSource, queue.wake)
-                        : new PolledReleaseWatcher(dataSource, dialect, pollInterval);
+                        ? new PostgresReleaseListener(calls.dataSource, queue.wake)
+                        : new PolledReleaseWatcher(calls.dataSource, dialect, pollInterval);
             }
             return feed;
         } finally {
@@ -536,171 +269,6 @@ public final class JdbcLeaseStore implements LeaseStore {
     @Override
     public String name() {
         return dialect.database().id();
-    }
-
-    @FunctionalInterface
-    interface SqlCall<T> {
-        T run(Connection connection) throws SQLException;
-    }
-
-    private <T> T execute(String operation, LockKey key, SqlCall<T> call) {
-        String keyText = key == null ? "(all)" : key.render();
-        try (Connection connection = dataSource.getConnection()) {
-            int previousTimeout = boundAnswers(connection);
-            try {
-                return executeOn(connection, operation, keyText, call);
-            } finally {
-                restoreNetworkTimeout(connection, previousTimeout);
-            }
-        } catch (SQLException e) {
-            SchemaMissingException noSchema = JdbcSchema.missing(e, dialect.database());
-            throw noSchema != null ? noSchema : new LeaseStoreException(operation, keyText, e);
-        }
-    }
-
-    /** Runs the drivers' network-timeout tasks on the calling thread (PgJDBC and MariaDB run none). */
-    private static final Executor DIRECT = Runnable::run;
-
-    /**
-     * Sets the call timeout as the connection's network timeout: the previous one, or -1 when the
-     * driver has none (a driver without network timeouts is left as it is).
-     */
-    private int boundAnswers(Connection connection) throws SQLException {
-        int previous;
-        try {
-            previous = connection.getNetworkTimeout();
-        } catch (SQLFeatureNotSupportedException e) {
-            return -1;
-        }
-        connection.setNetworkTimeout(DIRECT, callTimeoutMillis);
-        return previous;
-    }
-
-    /**
-     * Puts the pool's network timeout back; a connection the driver closed after a timeout is not
-     * reused, so a failure here changes nothing the caller needs to know.
-     */
-    private static void restoreNetworkTimeout(Connection connection, int previous) {
-        try {
-            if (previous >= 0 && !connection.isClosed()) {
-                connection.setNetworkTimeout(DIRECT, previous);
-            }
-        } catch (SQLException e) {
-            log.debug("could not restore a connection's network timeout", e);
-        }
-    }
-
-    private <T> T executeOn(Connection connection, String operation, String keyText, SqlCall<T> call)
-            throws SQLException {
-        if (connection.getAutoCommit()) {
-            return attempts(connection, call, false);
-        }
-        switch (Connections.transactionState(connection, dialect.database())) {
-            case OPEN ->
-                throw new IllegalStateException("the lease store was handed a connection inside an open"
-                        + " transaction (a transaction-aware data source?) for " + operation + " of " + keyText
-                        + ": a lease is never part of a caller's transaction; give the store a plain data source");
-            case UNKNOWN ->
-                throw new IllegalStateException("the lease store was handed a connection with autocommit off for "
-                        + operation + " of " + keyText + " and cannot tell whether a transaction is open on it (a"
-                        + " wrapper that does not unwrap to the "
-                        + dialect.database().id() + " driver's connection,"
-                        + " or an older driver): it refuses rather than commit a caller's work; give the store a"
-                        + " data source whose connections have autocommit on");
-            case NONE -> {
-                // the store's own transaction follows
-            }
-        }
-        if (dialect.autoCommitSwitchIsLocal()) {
-            connection.setAutoCommit(true);
-            T result;
-            try {
-                result = attempts(connection, call, false);
-            } catch (SQLException | RuntimeException e) {
-                restoreManualCommit(connection, e);
-                throw e;
-            }
-            connection.setAutoCommit(false);
-            return result;
-        }
-        if (warnedAboutCommits.compareAndSet(false, true)) {
-            log.warn(
-                    "the {} pool hands out connections with autocommit off: each lease operation costs an"
-                            + " extra COMMIT round trip; give the lease store a pool with autocommit on",
-                    name());
-        }
-        return attempts(connection, call, true);
-    }
-
-    /** Runs the call, again after a deadlock or serialization failure; commits each attempt if asked. */
-    private <T> T attempts(Connection connection, SqlCall<T> call, boolean commit) throws SQLException {
-        for (int attempt = 1; ; attempt++) {
-            try {
-                T result = call.run(connection);
-                if (commit) {
-                    connection.commit();
-                }
-                return result;
-            } catch (SQLException e) {
-                if (commit) {
-                    rollbackQuietly(connection, e);
-                }
-                boolean again = attempt < Connections.ATTEMPTS
-                        && (Connections.isRetryable(e) || (dialect.retriesDuplicateKey() && isDuplicateKey(e)));
-                if (!again) {
-                    throw e;
-                }
-                Connections.backOff(attempt);
-            } catch (RuntimeException e) {
-                if (commit) {
-                    rollbackQuietly(connection, e);
-                }
-                throw e;
-            }
-        }
-    }
-
-    private static void restoreManualCommit(Connection connection, Exception failure) {
-        try {
-            connection.setAutoCommit(false);
-        } catch (SQLException e) {
-            failure.addSuppressed(e);
-        }
-    }
-
-    private static void rollbackQuietly(Connection connection, Exception failure) {
-        try {
-            connection.rollback();
-        } catch (SQLException e) {
-            failure.addSuppressed(e);
-        }
-    }
-
-    /** Whether a release statement changed a row: a returned row on PostgreSQL, an update count elsewhere. */
-    private boolean changedOneRow(PreparedStatement statement) throws SQLException {
-        if (!dialect.releaseReturnsRows()) {
-            return statement.executeUpdate() == 1;
-        }
-        try (ResultSet row = statement.executeQuery()) {
-            return row.next();
-        }
-    }
-
-    private static Duration remaining(ResultSet row) throws SQLException {
-        return Duration.ofMillis(Math.max(0, row.getLong(3) - row.getLong(4)));
-    }
-
-    private static Grant grant(ResultSet row) throws SQLException {
-        long fence = row.getLong(2);
-        long expiresAt = row.getLong(3);
-        long now = row.getLong(4);
-        return new Grant(fence, Duration.ofMillis(Math.max(0, expiresAt - now)), Instant.ofEpochMilli(expiresAt));
-    }
-
-    private static final int DELETE_BATCH = 100;
-
-    private static boolean isDuplicateKey(SQLException e) {
-        return "23505".equals(e.getSQLState());
     }
 
     private static void checkOwner(LockKey key, String owner) {
@@ -775,13 +343,10 @@ public final class JdbcLeaseStore implements LeaseStore {
         /**
          * Fair mode: waiters of every process queue in the database ({@code leasehold_waiter}, schema
          * version 1.3) per key, in arrival order, and a release hands the key to the first live
-         * waiter in the same statement, waking only that waiter's store on PostgreSQL
-         * ({@code AbstractJdbcQueueTest#inFairModeTwoServicesAreServedInArrivalOrder}). A caller
-         * takes a place on its second ask with the same owner token, so a single try never holds up
-         * the queue ({@code #aSingleTryTakesNoPlace}); a place lives {@code queueTtl} after its
-         * owner last asked, so a waiter that crashed holds the key up for at most that long
-         * ({@code #aCrashedWaiterHoldsTheKeyUpForAtMostItsQueueTtl}). Without it the store still
-         * queues callers refused for longer than the {@link #bargingBound}.
+         * waiter in the same statement. A caller takes a place on its second ask with the same owner
+         * token, so a single try never holds up the queue; a place lives {@code queueTtl} after its
+         * owner last asked, so a waiter that crashed holds the key up for at most that long. Without
+         * it the store still queues callers refused for longer than the {@link #bargingBound}.
          *
          * @param queueTtl 100 ms to 1 h
          */
@@ -798,9 +363,8 @@ public final class JdbcLeaseStore implements LeaseStore {
          * Without fair mode: how long a caller may be refused before it takes a place in the key's
          * waiter queue (default 50 ms, 1 ms to 1 min). Until then it may be overtaken ("barging",
          * which keeps an uncontended or briefly contended key at one statement per acquire); after
-         * it, the key is handed to it in queue order, so waiters in other processes never starve
-         * ({@code AbstractJdbcQueueTest#everyProcessGetsItsShareOfOneKeyByDefault}). Places of the
-         * default mode live 2 s after their owner last asked.
+         * it, the key is handed to it in queue order, so waiters in other processes never starve.
+         * Places of the default mode live 2 s after their owner last asked.
          */
         public Builder bargingBound(Duration bound) {
             Objects.requireNonNull(bound, "bound is missing (null)");
@@ -839,7 +403,7 @@ public final class JdbcLeaseStore implements LeaseStore {
                 try (Connection connection = dataSource.getConnection()) {
                     var metaData = connection.getMetaData();
                     if (database == null) {
-                        database = Database.of(metaData.getDatabaseProductName());
+                        database = Databases.of(metaData.getDatabaseProductName());
                     }
                     if (database == Database.H2) {
                         String refusal = H2Versions.refusal(metaData.getDatabaseProductVersion());

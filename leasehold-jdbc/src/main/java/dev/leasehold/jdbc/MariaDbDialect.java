@@ -1,22 +1,12 @@
 package dev.leasehold.jdbc;
 
+import dev.leasehold.jdbc.SqlDialect.Op;
+
 /**
  * The lease SQL for MariaDB (10.5 and later): {@code INSERT ... ON DUPLICATE KEY UPDATE ...
- * RETURNING}.
- *
- * <p>Locks: every lease statement locks the key's lease row first, by primary key, asking for the
- * exclusive lock at once (an upsert on a duplicate primary key, or an update by primary key); the
- * acquire's queue gate and the release's hand-off then read the key's rows of the waiter queue.
- * Queue statements (join, cleanup) lock waiter rows only. None reads the lease row under a shared
- * lock first and then needs it exclusively, which is how two sessions deadlock on one row; a
- * deadlock between a release and a queue cleanup over waiter rows is possible and the statement is
- * run again (error 1213). Housekeeping finds its rows with a non-locking read and deletes them by
- * primary key, in key order.
- *
- * <p>MariaDB applies the assignments of ON DUPLICATE KEY UPDATE left to right, each seeing the
- * columns already assigned. The acquire statement is ordered so that its grant condition (expired,
- * or same owner) reads the same before and after each assignment: fence and acquired_at_ms first,
- * owner_token next, expires_at_ms last.
+ * RETURNING}. Every lease statement locks the key's lease row first, by primary key, exclusively;
+ * the order of the upserts' assignments matters (each sees the columns already assigned). Why: the
+ * MariaDB part of {@code docs/design/sql.md}.
  */
 final class MariaDbDialect {
 
@@ -39,9 +29,9 @@ final class MariaDbDialect {
      */
     static final String QUEUE_GATE = """
             NOT EXISTS (SELECT 1 FROM leasehold_waiter w
-                         WHERE w.lock_key = ? AND w.owner_token <> ? AND w.expires_at_ms > %1$s
+                         WHERE w.lock_key = :key AND w.owner_token <> :owner AND w.expires_at_ms > %1$s
                            AND w.arrived_us < COALESCE((SELECT m.arrived_us FROM leasehold_waiter m
-                                                         WHERE m.lock_key = ? AND m.owner_token = ?
+                                                         WHERE m.lock_key = :key AND m.owner_token = :owner
                                                            AND m.expires_at_ms > %1$s),
                                                        9223372036854775807))""".formatted(NOW);
 
@@ -61,7 +51,7 @@ final class MariaDbDialect {
      */
     private static final String ACQUIRE = """
             INSERT INTO leasehold_lease (lock_key, owner_token, fence, expires_at_ms, acquired_at_ms, holder)
-            VALUES (?, ?, %2$s, %1$s + ?, %1$s, ?)
+            VALUES (:key, :owner, %2$s, %1$s + :lease_ms, %1$s, :holder)
             ON DUPLICATE KEY UPDATE
                 fence = IF(@leasehold_take := (expires_at_ms <= VALUES(acquired_at_ms)
                                               AND (owner_token <=> VALUES(owner_token) OR %3$s)),
@@ -82,9 +72,9 @@ final class MariaDbDialect {
      */
     private static final String RENEW = """
             INSERT INTO leasehold_lease (lock_key, owner_token, fence, expires_at_ms, acquired_at_ms, holder)
-            VALUES (?, NULL, %2$s, %1$s, %1$s, NULL)
+            VALUES (:key, NULL, %2$s, %1$s, %1$s, NULL)
             ON DUPLICATE KEY UPDATE
-                expires_at_ms = IF(owner_token <=> ? AND expires_at_ms > %1$s, %1$s + ?, expires_at_ms)
+                expires_at_ms = IF(owner_token <=> :owner AND expires_at_ms > %1$s, %1$s + :lease_ms, expires_at_ms)
             RETURNING owner_token, fence, expires_at_ms, %1$s AS now_ms
             """.formatted(NOW, NOW_MICROS);
 
@@ -104,7 +94,7 @@ final class MariaDbDialect {
     private static final String RELEASE = """
             UPDATE leasehold_lease l
               LEFT JOIN (SELECT w.owner_token, w.expires_at_ms, w.holder FROM leasehold_waiter w
-                          WHERE w.lock_key = ? AND w.owner_token <> ? AND w.expires_at_ms > %1$s
+                          WHERE w.lock_key = :key AND w.owner_token <> :owner AND w.expires_at_ms > %1$s
                           ORDER BY w.arrived_us, w.owner_token LIMIT 1) h ON 1 = 1
               LEFT JOIN leasehold_waiter m ON m.lock_key = l.lock_key AND m.owner_token = l.owner_token
                SET l.fence = IF(h.owner_token IS NULL, l.fence, GREATEST(l.fence + 1, %2$s)),
@@ -113,7 +103,7 @@ final class MariaDbDialect {
                    l.owner_token = h.owner_token,
                    l.expires_at_ms = COALESCE(h.expires_at_ms, %1$s),
                    m.expires_at_ms = 0
-             WHERE l.lock_key = ? AND l.owner_token = ? AND l.expires_at_ms > %1$s
+             WHERE l.lock_key = :key AND l.owner_token = :owner AND l.expires_at_ms > %1$s
             """.formatted(NOW, NOW_MICROS);
 
     /*
@@ -123,7 +113,7 @@ final class MariaDbDialect {
      */
     private static final String JOIN = """
             INSERT INTO leasehold_waiter (lock_key, owner_token, arrived_us, expires_at_ms, holder, wake)
-            VALUES (?, ?, %2$s, %1$s + ?, ?, ?)
+            VALUES (:key, :owner, %2$s, %1$s + :queue_ms, :holder, :wake)
             ON DUPLICATE KEY UPDATE
                 arrived_us = IF(expires_at_ms > VALUES(arrived_us) DIV 1000, arrived_us, VALUES(arrived_us)),
                 expires_at_ms = VALUES(expires_at_ms), holder = VALUES(holder), wake = VALUES(wake)
@@ -135,30 +125,30 @@ final class MariaDbDialect {
      */
     static final String POSITION = """
             SELECT COUNT(*) FROM leasehold_waiter w
-             WHERE w.lock_key = ? AND w.owner_token <> ? AND w.expires_at_ms > %1$s
-               AND w.arrived_us < (SELECT m.arrived_us FROM leasehold_waiter m WHERE m.lock_key = ? AND m.owner_token = ?)
+             WHERE w.lock_key = :key AND w.owner_token <> :owner AND w.expires_at_ms > %1$s
+               AND w.arrived_us < (SELECT m.arrived_us FROM leasehold_waiter m WHERE m.lock_key = :key AND m.owner_token = :owner)
                AND NOT EXISTS (SELECT 1 FROM leasehold_lease l WHERE l.lock_key = w.lock_key
                                   AND l.owner_token = w.owner_token)
             """.formatted(NOW);
 
     /* forget: deletes the place of a caller that was just granted the key. */
     static final String FORGET = """
-            DELETE FROM leasehold_waiter WHERE lock_key = ? AND owner_token = ?
+            DELETE FROM leasehold_waiter WHERE lock_key = :key AND owner_token = :owner
             """;
 
     /* ended places: a consistent (non-locking) read of places that ended; deleted one by one by ENDED_PLACE. */
     static final String ENDED_PLACES = """
-            SELECT lock_key, owner_token FROM leasehold_waiter WHERE expires_at_ms <= %1$s LIMIT ?
+            SELECT lock_key, owner_token FROM leasehold_waiter WHERE expires_at_ms <= %1$s LIMIT :limit
             """.formatted(NOW);
 
     /* ended place: deletes one listed place by primary key, only if it is still ended. */
     static final String DELETE_ENDED_PLACE = """
-            DELETE FROM leasehold_waiter WHERE lock_key = ? AND owner_token = ? AND expires_at_ms <= %1$s
+            DELETE FROM leasehold_waiter WHERE lock_key = :key AND owner_token = :owner AND expires_at_ms <= %1$s
             """.formatted(NOW);
 
     /* cleanup: deletes the key's places that ended (expired, or their grant was released). */
     static final String CLEANUP = """
-            DELETE FROM leasehold_waiter WHERE lock_key = ? AND expires_at_ms <= %1$s
+            DELETE FROM leasehold_waiter WHERE lock_key = :key AND expires_at_ms <= %1$s
             """.formatted(NOW);
 
     /*
@@ -167,27 +157,27 @@ final class MariaDbDialect {
      */
     private static final String FORCE_RELEASE = """
             UPDATE leasehold_lease SET owner_token = NULL, expires_at_ms = %1$s, holder = '%2$s'
-             WHERE lock_key = ? AND expires_at_ms > %1$s
+             WHERE lock_key = :key AND expires_at_ms > %1$s
             """.formatted(NOW, PolledReleaseWatcher.FORCED);
 
     /* inspect: the unexpired lease, if any. */
     private static final String INSPECT = """
             SELECT owner_token, fence, expires_at_ms, %1$s AS now_ms
               FROM leasehold_lease
-             WHERE lock_key = ? AND expires_at_ms > %1$s
+             WHERE lock_key = :key AND expires_at_ms > %1$s
             """.formatted(NOW);
 
     /* list: the unexpired leases whose keys match a LIKE pattern, in key order. */
     private static final String LIST = """
             SELECT lock_key, owner_token, fence, expires_at_ms, %1$s AS now_ms
               FROM leasehold_lease
-             WHERE lock_key LIKE ? ESCAPE '!' AND expires_at_ms > %1$s
-             ORDER BY lock_key LIMIT ?
+             WHERE lock_key LIKE :pattern ESCAPE '!' AND expires_at_ms > %1$s
+             ORDER BY lock_key LIMIT :limit
             """.formatted(NOW);
 
     /* expired keys: a consistent (non-locking) read through the expiry index. */
     private static final String EXPIRED_KEYS = """
-            SELECT lock_key FROM leasehold_lease WHERE expires_at_ms < %1$s - ? ORDER BY expires_at_ms LIMIT ?
+            SELECT lock_key FROM leasehold_lease WHERE expires_at_ms < %1$s - :retention_ms ORDER BY expires_at_ms LIMIT :limit
             """.formatted(NOW);
 
     /*
@@ -197,7 +187,7 @@ final class MariaDbDialect {
      * JDBC batch, one entry per key.
      */
     private static final String DELETE_EXPIRED = """
-            DELETE FROM leasehold_lease WHERE lock_key = ? AND expires_at_ms < %1$s - ?
+            DELETE FROM leasehold_lease WHERE lock_key = :key AND expires_at_ms < %1$s - :retention_ms
             """.formatted(NOW);
 
     /*
@@ -206,37 +196,30 @@ final class MariaDbDialect {
      * row as left and keeps it locked until the transaction ends.
      */
     private static final String ACCEPT_FENCE = """
-            INSERT INTO leasehold_fence (resource, fence, owner_digest) VALUES (?, ?, ?)
+            INSERT INTO leasehold_fence (resource, fence, owner_digest) VALUES (:resource, :fence, :owner_digest)
             ON DUPLICATE KEY UPDATE
                 owner_digest = IF(fence < VALUES(fence), VALUES(owner_digest), owner_digest),
                 fence = GREATEST(fence, VALUES(fence))
             RETURNING fence, owner_digest
             """;
 
-    static final SqlDialect SQL = new SqlDialect(
-            Database.MARIADB,
-            ACQUIRE,
-            RENEW,
-            RELEASE,
-            FORCE_RELEASE,
-            INSPECT,
-            LIST,
-            EXPIRED_KEYS,
-            DELETE_EXPIRED,
-            ACCEPT_FENCE,
-            "KOMHKOKO",
-            "KOKO",
-            JOIN,
-            POSITION,
-            CLEANUP,
-            FORGET,
-            null,
-            ENDED_PLACES,
-            DELETE_ENDED_PLACE,
-            false,
-            false,
-            false,
-            false);
+    static final SqlDialect SQL = SqlDialect.builder(Database.MARIADB)
+            .statement(Op.ACQUIRE, ACQUIRE)
+            .statement(Op.RENEW, RENEW)
+            .statement(Op.RELEASE, RELEASE)
+            .statement(Op.FORCE_RELEASE, FORCE_RELEASE)
+            .statement(Op.INSPECT, INSPECT)
+            .statement(Op.LIST, LIST)
+            .statement(Op.EXPIRED_KEYS, EXPIRED_KEYS)
+            .statement(Op.DELETE_EXPIRED, DELETE_EXPIRED)
+            .statement(Op.ACCEPT_FENCE, ACCEPT_FENCE)
+            .statement(Op.JOIN, JOIN)
+            .statement(Op.POSITION, POSITION)
+            .statement(Op.CLEANUP, CLEANUP)
+            .statement(Op.FORGET, FORGET)
+            .statement(Op.ENDED_PLACES, ENDED_PLACES)
+            .statement(Op.DELETE_ENDED_PLACES, DELETE_ENDED_PLACE)
+            .build();
 
     private MariaDbDialect() {}
 }

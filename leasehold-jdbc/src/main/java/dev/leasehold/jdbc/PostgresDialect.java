@@ -1,5 +1,7 @@
 package dev.leasehold.jdbc;
 
+import dev.leasehold.jdbc.SqlDialect.Op;
+
 /** The lease SQL for PostgreSQL (9.6 and later): data-modifying CTEs and {@code ON CONFLICT}, with RETURNING. */
 final class PostgresDialect {
 
@@ -52,8 +54,8 @@ final class PostgresDialect {
      * caller's place (gone).
      */
     private static final String ACQUIRE = """
-            WITH p AS (SELECT CAST(? AS VARCHAR(255)) AS k, CAST(? AS VARCHAR(128)) AS o,
-                              CAST(? AS BIGINT) AS ms, CAST(? AS VARCHAR(255)) AS h, %1$s AS now_ms,
+            WITH p AS (SELECT CAST(:key AS VARCHAR(255)) AS k, CAST(:owner AS VARCHAR(128)) AS o,
+                              CAST(:lease_ms AS BIGINT) AS ms, CAST(:holder AS VARCHAR(255)) AS h, %1$s AS now_ms,
                               %2$s AS now_us),
             taken AS (
               UPDATE leasehold_lease l
@@ -85,7 +87,7 @@ final class PostgresDialect {
     private static final String RENEW = """
             UPDATE leasehold_lease l
                SET expires_at_ms = c.now_ms + p.ms
-              FROM (SELECT CAST(? AS VARCHAR(255)) AS k, CAST(? AS VARCHAR(128)) AS o, CAST(? AS BIGINT) AS ms) p,
+              FROM (SELECT CAST(:key AS VARCHAR(255)) AS k, CAST(:owner AS VARCHAR(128)) AS o, CAST(:lease_ms AS BIGINT) AS ms) p,
                    (SELECT %1$s AS now_ms) c
              WHERE l.lock_key = p.k AND l.owner_token = p.o AND l.expires_at_ms > c.now_ms
             RETURNING l.owner_token, l.fence, l.expires_at_ms, c.now_ms
@@ -105,7 +107,7 @@ final class PostgresDialect {
      * A notification is delivered when the statement commits, never for a release that rolled back.
      */
     private static final String RELEASE = """
-            WITH p AS (SELECT CAST(? AS VARCHAR(255)) AS k, CAST(? AS VARCHAR(128)) AS o, %1$s AS now_ms,
+            WITH p AS (SELECT CAST(:key AS VARCHAR(255)) AS k, CAST(:owner AS VARCHAR(128)) AS o, %1$s AS now_ms,
                               %2$s AS now_us),
             h AS (SELECT w.owner_token, w.expires_at_ms, w.holder, w.wake FROM leasehold_waiter w, p
                    WHERE w.lock_key = (SELECT k FROM p) AND w.owner_token <> p.o AND w.expires_at_ms > p.now_ms
@@ -151,7 +153,7 @@ final class PostgresDialect {
             DELETE FROM leasehold_waiter
              WHERE expires_at_ms <= %1$s
                AND ctid IN (SELECT ctid FROM leasehold_waiter WHERE expires_at_ms <= %1$s
-                             LIMIT ? FOR UPDATE SKIP LOCKED)
+                             LIMIT :limit FOR UPDATE SKIP LOCKED)
             """.formatted(NOW);
 
     /*
@@ -161,7 +163,7 @@ final class PostgresDialect {
      */
     private static final String JOIN = """
             INSERT INTO leasehold_waiter AS w (lock_key, owner_token, arrived_us, expires_at_ms, holder, wake)
-            VALUES (?, ?, %2$s, %1$s + CAST(? AS BIGINT), ?, ?)
+            VALUES (:key, :owner, %2$s, %1$s + CAST(:queue_ms AS BIGINT), :holder, :wake)
             ON CONFLICT (lock_key, owner_token) DO UPDATE SET
                 arrived_us = CASE WHEN w.expires_at_ms > %1$s THEN w.arrived_us ELSE EXCLUDED.arrived_us END,
                 expires_at_ms = EXCLUDED.expires_at_ms, holder = EXCLUDED.holder, wake = EXCLUDED.wake
@@ -173,7 +175,7 @@ final class PostgresDialect {
             freed AS (
               UPDATE leasehold_lease l SET owner_token = NULL, expires_at_ms = c.now_ms
                 FROM c
-               WHERE l.lock_key = CAST(? AS VARCHAR(255)) AND l.expires_at_ms > c.now_ms
+               WHERE l.lock_key = CAST(:key AS VARCHAR(255)) AND l.expires_at_ms > c.now_ms
               RETURNING l.lock_key, l.fence)
             SELECT f.fence, pg_notify('%2$s', 'f:' || f.fence || ':' || f.lock_key) FROM freed f
             """.formatted(NOW, CHANNEL);
@@ -182,15 +184,15 @@ final class PostgresDialect {
     private static final String INSPECT = """
             SELECT owner_token, fence, expires_at_ms, c.now_ms
               FROM leasehold_lease, (SELECT %1$s AS now_ms) c
-             WHERE lock_key = ? AND expires_at_ms > c.now_ms
+             WHERE lock_key = :key AND expires_at_ms > c.now_ms
             """.formatted(NOW);
 
     /* list: the unexpired leases whose keys match a LIKE pattern, in key order. */
     private static final String LIST = """
             SELECT lock_key, owner_token, fence, expires_at_ms, %1$s AS now_ms
               FROM leasehold_lease
-             WHERE lock_key LIKE ? ESCAPE '!' AND expires_at_ms > %1$s
-             ORDER BY lock_key LIMIT ?
+             WHERE lock_key LIKE :pattern ESCAPE '!' AND expires_at_ms > %1$s
+             ORDER BY lock_key LIMIT :limit
             """.formatted(NOW);
 
     /*
@@ -201,10 +203,10 @@ final class PostgresDialect {
      */
     private static final String DELETE_EXPIRED = """
             DELETE FROM leasehold_lease
-             WHERE expires_at_ms < %1$s - CAST(? AS BIGINT)
+             WHERE expires_at_ms < %1$s - CAST(:retention_ms AS BIGINT)
                AND lock_key IN (SELECT lock_key FROM leasehold_lease
-                                 WHERE expires_at_ms < %1$s - CAST(? AS BIGINT)
-                                 LIMIT ? FOR UPDATE SKIP LOCKED)
+                                 WHERE expires_at_ms < %1$s - CAST(:retention_ms AS BIGINT)
+                                 LIMIT :limit FOR UPDATE SKIP LOCKED)
             """.formatted(NOW);
 
     /*
@@ -212,37 +214,28 @@ final class PostgresDialect {
      * owner; returns the row as left. Locks the row until the transaction ends.
      */
     private static final String ACCEPT_FENCE = """
-            INSERT INTO leasehold_fence AS f (resource, fence, owner_digest) VALUES (?, ?, ?)
+            INSERT INTO leasehold_fence AS f (resource, fence, owner_digest) VALUES (:resource, :fence, :owner_digest)
             ON CONFLICT (resource) DO UPDATE SET
                 owner_digest = CASE WHEN f.fence < EXCLUDED.fence THEN EXCLUDED.owner_digest ELSE f.owner_digest END,
                 fence = GREATEST(f.fence, EXCLUDED.fence)
             RETURNING fence, owner_digest
             """;
 
-    static final SqlDialect SQL = new SqlDialect(
-            Database.POSTGRESQL,
-            ACQUIRE,
-            RENEW,
-            RELEASE,
-            FORCE_RELEASE,
-            INSPECT,
-            LIST,
-            null,
-            DELETE_EXPIRED,
-            ACCEPT_FENCE,
-            "KOMH",
-            "KO",
-            JOIN,
-            null,
-            null,
-            null,
-            LEAVE,
-            null,
-            DELETE_ENDED_PLACES,
-            true,
-            true,
-            true,
-            false);
+    static final SqlDialect SQL = SqlDialect.builder(Database.POSTGRESQL)
+            .statement(Op.ACQUIRE, ACQUIRE)
+            .statement(Op.RENEW, RENEW)
+            .statement(Op.RELEASE, RELEASE)
+            .statement(Op.FORCE_RELEASE, FORCE_RELEASE)
+            .statement(Op.INSPECT, INSPECT)
+            .statement(Op.LIST, LIST)
+            .statement(Op.DELETE_EXPIRED, DELETE_EXPIRED)
+            .statement(Op.ACCEPT_FENCE, ACCEPT_FENCE)
+            .statement(Op.JOIN, JOIN)
+            .statement(Op.LEAVE, LEAVE)
+            .statement(Op.DELETE_ENDED_PLACES, DELETE_ENDED_PLACES)
+            .acquireReportsGranted()
+            .releaseReturnsRows()
+            .build();
 
     private PostgresDialect() {}
 }

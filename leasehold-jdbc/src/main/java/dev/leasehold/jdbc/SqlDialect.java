@@ -1,82 +1,162 @@
 package dev.leasehold.jdbc;
 
+import dev.leasehold.jdbc.support.SqlStatement;
+import java.util.EnumMap;
+import java.util.Map;
+import java.util.Objects;
+import java.util.Set;
+
 /**
- * The SQL of every lease operation for one database. Each lease operation is ONE atomic statement.
- * Statements whose parameters differ between dialects say which they bind in a bind string, one
- * letter per parameter ({@code K} lock_key, {@code O} owner, {@code M} lease_ms, {@code H} holder,
- * {@code T} queue TTL ms, {@code W} the waiting store's wake id); the others bind the same
- * parameters in the same order:
- *
- * <ul>
- *   <li>{@code acquire} ({@link #acquireBinds}, starting K O M H) returns (owner_token, fence,
- *       expires_at_ms, now_ms[, granted]) for the row: the grant, or the holder's row when busy;
- *       no row means busy with the holder unknown (it was created a moment ago). A free or
- *       expired row is granted only through the waiter queue's gate: the caller is the first live
- *       waiter of the key, or none is queued;
- *   <li>{@code renew}: (lock_key, owner, lease_ms) returns (owner_token, fence, expires_at_ms,
- *       now_ms); renewed only if owner_token is the caller's;
- *   <li>{@code release} ({@link #releaseBinds}), {@code forceRelease}: (lock_key): rows of the
- *       ended grant (fence) when {@link #releaseReturnsRows()}, otherwise update counts (0: not
- *       released). A release hands the key to the first live waiter of its queue in the same
- *       statement (owner = the waiter, fence max(fence + 1, now_us), expires_at_ms = the end of
- *       the waiter's place); with none, the released row keeps its fence, loses its owner and gets
- *       {@code expires_at_ms = now_ms}, so retention counts from the release. A force-release
- *       frees the row and hands nothing over;
- *   <li>{@code join}: (K O T H W) takes or keeps the caller's place in the key's queue;
- *       {@code position} (K O K O, null where waiters are woken by notifications) returns how many
- *       live waiters are ahead; {@code cleanup} (K, or null) deletes the key's ended places;
- *       {@code forget} (K O, or null where the acquire does it) deletes the place of a caller just
- *       granted the key;
- *   <li>{@code leave}: (K O, or null where {@code forget} and {@code release} are run in turn)
- *       drops the caller's place and releases a key handed to it, to the next waiter;
- *   <li>{@code deleteEndedPlaces}: (limit), or with {@code endedPlaces} (limit) returning
- *       (lock_key, owner_token) without locking, (K O) for one of them, run as a batch: deletes
- *       places that ended;
- *   <li>{@code inspect}: (lock_key) returns (owner_token, fence, expires_at_ms, now_ms), no row if free;
- *   <li>{@code list}: (like_pattern, limit) returns (lock_key, owner_token, fence, expires_at_ms, now_ms)
- *       of unexpired leases, {@code !} escaping the pattern;
- *   <li>{@code deleteExpired}: (retention_ms, retention_ms, limit): update count; or, when
- *       {@code expiredKeys} is set, {@code expiredKeys} (retention_ms, limit) returns lock_key
- *       without locking, and {@code deleteExpired} (lock_key, retention_ms) deletes one of them,
- *       run as a batch;
- *   <li>{@code acceptFence}: (resource, fence, owner_digest) returns (fence, owner_digest) of the
- *       resource's row after raising it to the given fence if that was higher; locks the row.
- * </ul>
- *
- * Times are epoch milliseconds by the database clock ({@code now_ms}, fixed for the statement);
- * the JVM sends durations only.
- *
- * @param database the database this dialect speaks to
- * @param acquireReportsGranted whether acquire's fifth column says if the row is a grant (otherwise
- *     a row is a grant when its owner is the caller)
- * @param releaseReturnsRows whether release and force-release are queries (they notify listeners)
- * @param autoCommitSwitchIsLocal whether the driver switches autocommit on and off without a round
- *     trip when no transaction is open (PgJDBC, embedded H2), so an autocommit-off connection is
- *     switched on for the statement rather than committed after it
- * @param retriesDuplicateKey whether {@code acquire} may fail with a duplicate key when two callers
- *     create the same row at once (H2's MERGE); the statement is then simply run again and finds the row
+ * The SQL of every lease operation for one database, each statement declared for a named {@link
+ * Op} with named parameters. What each statement does and returns is on its {@link Op}; the
+ * statements themselves, and why they are written as they are, are in the dialect classes and in
+ * {@code docs/design/sql.md}.
  */
-record SqlDialect(
-        Database database,
-        String acquire,
-        String renew,
-        String release,
-        String forceRelease,
-        String inspect,
-        String list,
-        String expiredKeys,
-        String deleteExpired,
-        String acceptFence,
-        String acquireBinds,
-        String releaseBinds,
-        String join,
-        String position,
-        String cleanup,
-        String forget,
-        String leave,
-        String endedPlaces,
-        String deleteEndedPlaces,
-        boolean acquireReportsGranted,
-        boolean releaseReturnsRows,
-        boolean autoCommitSwitchIsLocal,
-        boolean retriesDuplicateKey) {}
+final class SqlDialect {
+
+    /** The operations, each with the parameters its statement may use. */
+    enum Op {
+        /**
+         * Grants the key, or reports its holder: returns (owner_token, fence, expires_at_ms,
+         * now_ms[, granted]); no row means busy with the holder unknown.
+         */
+        ACQUIRE(true, "key", "owner", "lease_ms", "holder"),
+        /** Extends the caller's unexpired lease: returns (owner_token, fence, expires_at_ms, now_ms). */
+        RENEW(true, "key", "owner", "lease_ms"),
+        /** Ends the caller's lease, handing the key to the first live waiter: rows or an update count. */
+        RELEASE(true, "key", "owner"),
+        /** Frees an unexpired lease whoever holds it: rows or an update count. */
+        FORCE_RELEASE(true, "key"),
+        /** The unexpired lease: (owner_token, fence, expires_at_ms, now_ms), no row if free. */
+        INSPECT(true, "key"),
+        /** Unexpired leases whose keys match a LIKE pattern ({@code !} escapes), in key order. */
+        LIST(true, "pattern", "limit"),
+        /** Keys expired longer than the retention, read without locking (absent: one DELETE does it). */
+        EXPIRED_KEYS(false, "retention_ms", "limit"),
+        /** Deletes expired rows: up to a limit, or one listed key still expired. */
+        DELETE_EXPIRED(true, "key", "retention_ms", "limit"),
+        /** Raises a resource's fence if the given one is higher: returns (fence, owner_digest). */
+        ACCEPT_FENCE(true, "resource", "fence", "owner_digest"),
+        /** Takes or keeps the caller's place in the key's queue. */
+        JOIN(true, "key", "owner", "queue_ms", "holder", "wake"),
+        /** Live waiters ahead of the caller (absent where a notification wakes waiters). */
+        POSITION(false, "key", "owner"),
+        /** Deletes the key's ended places before a first join (absent where release does it). */
+        CLEANUP(false, "key"),
+        /** Deletes the place of a caller just granted the key (absent where the acquire does it). */
+        FORGET(false, "key", "owner"),
+        /** Drops a waiter's place and hands on a key given to it (absent: forget, then release). */
+        LEAVE(false, "key", "owner"),
+        /** Ended places read without locking: (lock_key, owner_token) (absent: one DELETE does it). */
+        ENDED_PLACES(false, "limit"),
+        /** Deletes ended places: up to a limit, or one listed place still ended. */
+        DELETE_ENDED_PLACES(true, "key", "owner", "limit");
+
+        final boolean required;
+        final Set<String> parameters;
+
+        Op(boolean required, String... parameters) {
+            this.required = required;
+            this.parameters = Set.of(parameters);
+        }
+    }
+
+    private final Database database;
+    private final Map<Op, SqlStatement> statements;
+    private final boolean acquireReportsGranted;
+    private final boolean releaseReturnsRows;
+    private final boolean retriesDuplicateKey;
+
+    private SqlDialect(Builder builder) {
+        this.database = builder.database;
+        this.statements = new EnumMap<>(builder.statements);
+        this.acquireReportsGranted = builder.acquireReportsGranted;
+        this.releaseReturnsRows = builder.releaseReturnsRows;
+        this.retriesDuplicateKey = builder.retriesDuplicateKey;
+    }
+
+    static Builder builder(Database database) {
+        return new Builder(database);
+    }
+
+    /** The database this dialect speaks to. */
+    Database database() {
+        return database;
+    }
+
+    /** The statement of {@code op}, or null where the dialect has none ({@link #has}). */
+    SqlStatement get(Op op) {
+        return statements.get(op);
+    }
+
+    boolean has(Op op) {
+        return statements.containsKey(op);
+    }
+
+    /** Whether acquire's fifth column says if the row is a grant (otherwise: its owner is the caller). */
+    boolean acquireReportsGranted() {
+        return acquireReportsGranted;
+    }
+
+    /** Whether release and force-release are queries returning the ended grant (they notify listeners). */
+    boolean releaseReturnsRows() {
+        return releaseReturnsRows;
+    }
+
+    /**
+     * Whether acquire may fail with a duplicate key when two callers create the same row at once
+     * (H2's MERGE); it is then run again and finds the row.
+     */
+    boolean retriesDuplicateKey() {
+        return retriesDuplicateKey;
+    }
+
+    /** Declares a dialect; refuses a statement whose parameters its operation does not have. */
+    static final class Builder {
+        private final Database database;
+        private final Map<Op, SqlStatement> statements = new EnumMap<>(Op.class);
+        private boolean acquireReportsGranted;
+        private boolean releaseReturnsRows;
+        private boolean retriesDuplicateKey;
+
+        private Builder(Database database) {
+            this.database = Objects.requireNonNull(database);
+        }
+
+        Builder statement(Op op, String namedSql) {
+            SqlStatement statement = SqlStatement.of(namedSql);
+            for (String name : statement.parameters()) {
+                if (!op.parameters.contains(name)) {
+                    throw new IllegalArgumentException(
+                            database.id() + " " + op + " uses :" + name + ", not one of " + op.parameters);
+                }
+            }
+            statements.put(op, statement);
+            return this;
+        }
+
+        Builder acquireReportsGranted() {
+            this.acquireReportsGranted = true;
+            return this;
+        }
+
+        Builder releaseReturnsRows() {
+            this.releaseReturnsRows = true;
+            return this;
+        }
+
+        Builder retriesDuplicateKey() {
+            this.retriesDuplicateKey = true;
+            return this;
+        }
+
+        SqlDialect build() {
+            for (Op op : Op.values()) {
+                if (op.required && !statements.containsKey(op)) {
+                    throw new IllegalStateException(database.id() + " dialect has no " + op + " statement");
+                }
+            }
+            return new SqlDialect(this);
+        }
+    }
+}

@@ -1,9 +1,15 @@
 package dev.leasehold.jdbc;
 
+import dev.leasehold.LockKey;
+import dev.leasehold.jdbc.SqlDialect.Op;
 import dev.leasehold.spi.AcquireRequest;
+import dev.leasehold.spi.AcquireResult;
 import dev.leasehold.spi.WaiterPolicy;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
 import java.time.Duration;
 import java.util.HexFormat;
+import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
@@ -11,23 +17,10 @@ import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * This store's side of the waiter queue ({@code leasehold_waiter}): which owner tokens were told
- * "busy", since when, and which of them hold a place; when a refused caller takes a place; and how
- * long it should wait before asking again.
- *
- * <p>Only a waiter takes a place, when {@link WaiterPolicy} says it is due one: in fair mode from
- * its first refusal, by default once it has been refused for the barging bound. The lock service
- * says in its {@link AcquireRequest} whether it waits; a direct caller of the three-argument
- * acquire is taken for a waiter when it asks again with the same owner token (in fair mode on its
- * second ask). A single try never takes a place and leaves nothing in this store's memory. A place lives {@link #ttlMillis} after the caller last asked; while queued the caller is
- * told to ask again well within that.
- *
- * <p>How long a queued caller waits before asking again is told through the busy answer's holder
- * time (the lock service never sleeps past it): the head of the queue asks again within a
- * millisecond at first, slowing down to the release poll interval while the key stays held, so a
- * hand-off is taken at once where no notification tells the waiter (MariaDB, H2); a waiter further
- * back waits about two milliseconds per waiter ahead; on PostgreSQL, whose hand-off notification
- * wakes the waiter, a queued waiter asks again once per release poll interval (50 ms), which keeps
- * its place alive and bounds what a late notification costs.
+ * "busy" and since when, when a refused caller takes a place ({@link WaiterPolicy}), the queue's
+ * statements, and how long a queued caller waits before asking again (told through the busy
+ * answer's holder time). A single try never takes a place and leaves nothing in memory. The
+ * pacing of queued callers per database is in {@code docs/design/sql.md}.
  */
 final class WaiterQueue {
 
@@ -52,6 +45,8 @@ final class WaiterQueue {
     private final ConcurrentHashMap<String, Asked> asked = new ConcurrentHashMap<>();
 
     private final AtomicLong lastPurge = new AtomicLong(System.nanoTime());
+    private final StoreCalls calls;
+    private final String holder;
 
     /** A refused owner: when it was first refused, and when its place was last renewed (0: none). */
     private static final class Asked {
@@ -71,7 +66,10 @@ final class WaiterQueue {
     /** What to do after a refusal: take or renew the place ({@code join}), and whether it is new. */
     record Plan(boolean queued, boolean join, boolean fresh, long waitNanos) {}
 
-    WaiterQueue(boolean fair, Duration ttl, Duration bargingBound, Duration pollInterval) {
+    WaiterQueue(
+            StoreCalls calls, String holder, boolean fair, Duration ttl, Duration bargingBound, Duration pollInterval) {
+        this.calls = calls;
+        this.holder = holder;
         byte[] id = new byte[8];
         ThreadLocalRandom.current().nextBytes(id);
         this.wake = HexFormat.of().formatHex(id);
@@ -83,8 +81,80 @@ final class WaiterQueue {
         this.pollNanos = pollInterval.toNanos();
     }
 
+    /** The owner was granted the key: ends its place, where the dialect's acquire does not do that itself. */
+    void afterGrant(LockKey key, String owner) {
+        if (granted(owner) && calls.dialect.has(Op.FORGET)) {
+            calls.execute("acquire", key, c -> calls.update(c, Op.FORGET, StoreCalls.keyAndOwner(key, owner)));
+        }
+    }
+
+    /**
+     * A refused caller: takes or renews its place in the key's queue when it is due one, and is
+     * told when to ask again.
+     */
+    AcquireResult.Busy busy(LockKey key, String owner, AcquireResult.Busy busy, AcquireRequest request) {
+        long now = System.nanoTime();
+        long holderNanos = busy.holderRemaining().toNanos();
+        Plan plan = refused(owner, now, holderNanos, request);
+        if (!plan.queued()) {
+            return plan.waitNanos() == holderNanos ? busy : new AcquireResult.Busy(Duration.ofNanos(plan.waitNanos()));
+        }
+        long ahead = calls.execute("queue", key, connection -> {
+            if (plan.fresh() && calls.dialect.has(Op.CLEANUP)) {
+                calls.update(connection, Op.CLEANUP, Map.of("key", key.render()));
+            }
+            if (plan.join()) {
+                calls.update(
+                        connection,
+                        Op.JOIN,
+                        Map.of(
+                                "key",
+                                key.render(),
+                                "owner",
+                                owner,
+                                "queue_ms",
+                                ttlMillis,
+                                "holder",
+                                holder,
+                                "wake",
+                                wake));
+            }
+            if (!calls.dialect.has(Op.POSITION)) {
+                return -1L;
+            }
+            try (PreparedStatement statement =
+                            calls.prepare(connection, Op.POSITION, StoreCalls.keyAndOwner(key, owner));
+                    ResultSet row = statement.executeQuery()) {
+                return row.next() ? row.getLong(1) : 0L;
+            }
+        });
+        return new AcquireResult.Busy(Duration.ofNanos(queuedWait(owner, now, plan, ahead)));
+    }
+
+    /**
+     * Drops the owner's place and hands a key that a release gave it meanwhile on to the next live
+     * waiter (or frees it), in one call.
+     */
+    void leave(LockKey key, String owner) {
+        forget(owner);
+        Map<String, Object> values = StoreCalls.keyAndOwner(key, owner);
+        calls.execute("leave the queue", key, connection -> {
+            if (calls.dialect.has(Op.LEAVE)) {
+                try (PreparedStatement statement = calls.prepare(connection, Op.LEAVE, values)) {
+                    statement.execute();
+                }
+                return null;
+            }
+            // First the place, so that a release from now on passes this waiter over; then a key
+            // that was handed to it before.
+            calls.update(connection, Op.FORGET, values);
+            calls.update(connection, Op.RELEASE, values);
+            return null;
+        });
+    }
+
     /** The owner was granted the key: whether it had a place in the queue (which its grant ends). */
-    boolean granted(String owner) {
+    private boolean granted(String owner) {
         Asked a = asked.remove(owner);
         return a != null && a.lastRefresh() != 0;
     }

@@ -1,14 +1,13 @@
-package dev.leasehold.jdbc;
+package dev.leasehold.jdbc.support;
 
 import java.sql.Connection;
 import java.sql.SQLException;
 import org.postgresql.core.BaseConnection;
-import org.postgresql.core.TransactionState;
 
 /** PgJDBC specifics, loaded only for PostgreSQL (the driver is then on the class path). */
-final class PostgresConnections {
+final class PgJdbc {
 
-    private PostgresConnections() {}
+    private PgJdbc() {}
 
     /**
      * Whether the connection has an open transaction, by the driver's own state (no round trip);
@@ -18,6 +17,7 @@ final class PostgresConnections {
         if (!connection.isWrapperFor(BaseConnection.class)) {
             return null;
         }
-        return connection.unwrap(BaseConnection.class).getTransactionState() != TransactionState.IDLE;
+        return connection.unwrap(BaseConnection.class).getTransactionState()
+                != org.postgresql.core.TransactionState.IDLE;
     }
 }
