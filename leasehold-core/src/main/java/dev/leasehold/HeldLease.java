@@ -1,6 +1,7 @@
 package dev.leasehold;
 
 import dev.leasehold.spi.Grant;
+import dev.leasehold.spi.Renewal;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
@@ -20,7 +21,7 @@ import org.slf4j.LoggerFactory;
  * and the expiry watch.
  *
  * <p>Threads: the timer only decides (a renewal is due, the local deadline passed) and never calls
- * the store; renewals run on the engine's renewal workers. The state and the loss cause change
+ * the store; renewals run on the engine's renewal workers, on their own or in a store batch. The state and the loss cause change
  * together in one compare-and-set, so a loss is never seen without its cause. No lock is taken:
  * {@code close()} switches the state to RELEASED and calls the store at once, whatever renewal is
  * in flight, and a renewal reply that arrives later sees RELEASED and is dropped.
@@ -116,13 +117,13 @@ final class HeldLease {
         expiryWatch = host.schedule(this::checkExpiry, deadlineNanos - host.nanos());
     }
 
-    /** On the timer: hand the renewal to a worker; never call the store here. */
+    /** On the timer: hand the renewal to a worker or a batch; never call the store here. */
     private void renewalFallsDue() {
         if (status.get().state() != State.HELD) {
             return;
         }
         try {
-            renewalInFlight = host.submitRenewal(this::renew);
+            renewalInFlight = host.requestRenewal(this, host.nanos());
         } catch (RejectedExecutionException e) {
             // The service is closing.
         }
@@ -146,8 +147,18 @@ final class HeldLease {
         }
     }
 
-    /** On a renewal worker. */
-    private void renew() {
+    /** Whether a renewal is still wanted: the lease is neither released nor lost. */
+    boolean renewalWanted() {
+        return status.get().state() == State.HELD;
+    }
+
+    /** This lease's renewal, for a batch. */
+    Renewal renewal() {
+        return new Renewal(key, token, options.leaseFor());
+    }
+
+    /** On a renewal worker: renews this lease on its own; it fell due at {@code dueNanos}. */
+    void renewNow(long dueNanos) {
         if (status.get().state() != State.HELD) {
             return;
         }
@@ -156,20 +167,33 @@ final class HeldLease {
         try {
             grant = host.renew(key, token, options.leaseFor());
         } catch (Throwable e) {
-            if (status.get().state() != State.HELD) {
-                return; // released or lost meanwhile: the reply no longer matters
-            }
-            host.emit(event(LeaseEventType.RENEWAL_FAILED, Duration.ZERO, "renewal failed", e));
+            renewalFailed(e);
             if (e instanceof VirtualMachineError error) {
                 throw error;
             }
-            if (!isHeld()) {
-                markLost("renewal failed and the lease expired: " + e.getMessage());
-            } else {
-                scheduleRenewal();
-            }
             return;
         }
+        renewed(sent, dueNanos, grant);
+    }
+
+    /** The store failed to renew: tried again at the next period unless the lease has expired. */
+    void renewalFailed(Throwable e) {
+        if (status.get().state() != State.HELD) {
+            return; // released or lost meanwhile: the reply no longer matters
+        }
+        host.emit(event(LeaseEventType.RENEWAL_FAILED, Duration.ZERO, "renewal failed", e));
+        if (!isHeld()) {
+            markLost("renewal failed and the lease expired: " + e.getMessage());
+        } else {
+            scheduleRenewal();
+        }
+    }
+
+    /**
+     * The store's answer to a renewal sent at {@code sentNanos} that fell due at {@code dueNanos}:
+     * the extended grant, or empty when the owner no longer holds the key.
+     */
+    void renewed(long sentNanos, long dueNanos, Optional<Grant> grant) {
         if (status.get().state() != State.HELD) {
             return; // release won; a late reply changes nothing
         }
@@ -177,15 +201,20 @@ final class HeldLease {
             markLost("the store reports this owner no longer holds the key (expired or taken over)");
             return;
         }
-        if (deadlineNanos - host.nanos() <= 0) {
+        long now = host.nanos();
+        if (deadlineNanos - now <= 0) {
             // Not provably held for a moment: once isHeld() said false, it stays false.
             markLost("the renewal was confirmed only after the local deadline");
             return;
         }
-        deadlineNanos = Math.max(deadlineNanos, sent + grant.get().remaining().toNanos());
+        deadlineNanos =
+                Math.max(deadlineNanos, sentNanos + grant.get().remaining().toNanos());
         validUntil = grant.get().expiresAt();
+        long lag = Math.max(0, now - dueNanos);
+        host.renewalConfirmed(key, lag, options.leaseFor().toNanos());
         if (host.listening()) {
-            host.emit(event(LeaseEventType.RENEWED));
+            host.emit(LeaseEvent.renewed(
+                    key, host.storeName(), LockOwner.abbreviate(token), fence, Duration.ofNanos(lag)));
         }
         scheduleRenewal();
     }

@@ -36,6 +36,8 @@ final class LeaseEngine implements LockService {
     private final KeyAcquirer keyAcquirer;
     private final BatchAcquirer batchAcquirer;
     private final boolean reentrant;
+    private final RenewalBatches renewalBatches; // null: each lease is renewed on its own
+    private final RenewalLag renewalLag = new RenewalLag();
     private final AtomicBoolean closed = new AtomicBoolean();
 
     LeaseEngine(
@@ -56,6 +58,8 @@ final class LeaseEngine implements LockService {
         this.forceWatch = new ForceReleaseWatch(store, threads, slots, closed::get);
         AcquireCalls calls = new AcquireCalls(store, threads, queues);
         LeaseHost host = new Host(ticker);
+        int batchLimit = store.renewalBatchLimit();
+        this.renewalBatches = batchLimit > 1 ? new RenewalBatches(store, batchLimit, host, threads) : null;
         this.keyAcquirer =
                 new KeyAcquirer(host, threads, slots, queues, calls, forceWatch, closed::get, fair, minPoll, maxPoll);
         this.batchAcquirer =
@@ -235,8 +239,18 @@ final class LeaseEngine implements LockService {
         }
 
         @Override
-        public Future<?> submitRenewal(Runnable renewal) {
-            return threads.submitRenewal(renewal);
+        public Future<?> requestRenewal(HeldLease lease, long dueNanos) {
+            if (renewalBatches == null) {
+                return threads.submitRenewal(() -> lease.renewNow(dueNanos));
+            }
+            renewalBatches.add(
+                    lease, RenewalBatches.window(lease.renewal().leaseFor().toNanos()));
+            return null;
+        }
+
+        @Override
+        public void renewalConfirmed(LockKey key, long lagNanos, long leaseForNanos) {
+            renewalLag.record(key, lagNanos, leaseForNanos, ticker.nanos());
         }
 
         @Override

@@ -12,7 +12,8 @@ import java.util.Objects;
  * @param store the store's name, a bounded value fit for a metric tag
  * @param owner the abbreviated owner token, or {@code null} where no owner is known
  * @param fence the lease's fence, or 0 where no lease was granted
- * @param waited how long the caller waited, for ACQUIRED and BUSY; zero otherwise
+ * @param waited how long the caller waited, for ACQUIRED and BUSY; for RENEWED, how long after it
+ *     fell due the renewal was confirmed (a growing value means renewals fall behind); zero otherwise
  * @param held how long the lease was held, for RELEASED and LOST; zero otherwise
  * @param detail a reason or other detail, or {@code null}
  * @param failure the store failure, for RENEWAL_FAILED and for a RELEASED whose store release
@@ -51,6 +52,11 @@ public record LeaseEvent(
     /** A new grant, after the caller waited {@code waited} for it. */
     static LeaseEvent acquired(LockKey key, String store, String owner, long fence, Duration waited) {
         return new LeaseEvent(LeaseEventType.ACQUIRED, key, store, owner, fence, waited, null, null, null);
+    }
+
+    /** A renewal confirmed {@code lag} after it fell due. */
+    static LeaseEvent renewed(LockKey key, String store, String owner, long fence, Duration lag) {
+        return new LeaseEvent(LeaseEventType.RENEWED, key, store, owner, fence, lag, null, null, null);
     }
 
     /** An operator removed the lease on the key, whoever held it. */

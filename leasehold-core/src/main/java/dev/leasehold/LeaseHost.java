@@ -16,11 +16,16 @@ interface LeaseHost {
     LeaseTimer.Entry schedule(Runnable task, long delayNanos);
 
     /**
-     * Runs a renewal on a renewal worker.
+     * Has the lease renewed, which fell due at {@code dueNanos}: on a renewal worker of its own
+     * (the returned future), or in the next batch of a store that renews in batches ({@code null}).
+     * The answer reaches {@link HeldLease#renewed} or {@link HeldLease#renewalFailed}.
      *
      * @throws RejectedExecutionException once the service is closing
      */
-    Future<?> submitRenewal(Runnable renewal);
+    Future<?> requestRenewal(HeldLease lease, long dueNanos);
+
+    /** A renewal was confirmed {@code lagNanos} after it fell due; a late one is reported. */
+    void renewalConfirmed(LockKey key, long lagNanos, long leaseForNanos);
 
     /** The store's renew, as is: empty if the owner no longer holds the key; a failure is thrown. */
     Optional<Grant> renew(LockKey key, String token, Duration leaseFor);

@@ -52,6 +52,16 @@ public abstract class ForwardingLeaseStore implements LeaseStore {
     }
 
     @Override
+    public List<Optional<Grant>> renewAll(List<Renewal> batch) {
+        return delegate().renewAll(batch);
+    }
+
+    @Override
+    public int renewalBatchLimit() {
+        return delegate().renewalBatchLimit();
+    }
+
+    @Override
     public boolean release(LockKey key, String owner) {
         return delegate().release(key, owner);
     }

@@ -159,6 +159,34 @@ public interface LeaseStore extends AutoCloseable {
     Optional<Grant> renew(LockKey key, String owner, Duration leaseFor);
 
     /**
+     * Renews every lease of the batch, each as {@link #renew} would. The answers are in the
+     * batch's order, one per renewal: the extended grant, or empty where the owner no longer holds
+     * the key. Each renewal is atomic on its own; the batch as a whole need not be. When the call
+     * throws, none, some or all of the renewals may have been applied (a renewal is safe to
+     * repeat). The default renews one lease after another.
+     *
+     * @throws dev.leasehold.LeaseStoreException if the store fails
+     */
+    default List<Optional<Grant>> renewAll(List<Renewal> batch) {
+        List<Optional<Grant>> answers = new ArrayList<>(batch.size());
+        for (Renewal renewal : batch) {
+            answers.add(renew(renewal.key(), renewal.owner(), renewal.leaseFor()));
+        }
+        return answers;
+    }
+
+    /**
+     * How many leases the engine should put in one {@link #renewAll} call (default 1: each lease is
+     * renewed on its own, when it falls due). A store whose {@code renewAll} does the batch in one
+     * round trip says how large a batch it takes; the engine then gathers the renewals that fall
+     * due within a short window (a small fraction of the lease time) into batches of at most this
+     * size.
+     */
+    default int renewalBatchLimit() {
+        return 1;
+    }
+
+    /**
      * Releases the key if {@code owner} holds it, and notifies subscribers.
      *
      * @return whether the owner held it

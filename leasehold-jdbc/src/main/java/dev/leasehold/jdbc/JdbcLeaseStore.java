@@ -12,6 +12,7 @@ import dev.leasehold.spi.LeaseStore;
 import dev.leasehold.spi.OwnerTokens;
 import dev.leasehold.spi.ReleaseNotice;
 import dev.leasehold.spi.ReleaseSubscription;
+import dev.leasehold.spi.Renewal;
 import java.net.InetAddress;
 import java.net.UnknownHostException;
 import java.sql.Connection;
@@ -44,6 +45,7 @@ import javax.sql.DataSource;
 public final class JdbcLeaseStore implements LeaseStore {
 
     private final SqlDialect dialect;
+    private final JdbcRenewals renewals;
     private final String holder;
     private final boolean notifications;
     private final ReentrantLock listenerLock = new ReentrantLock();
@@ -57,6 +59,7 @@ public final class JdbcLeaseStore implements LeaseStore {
 
     private JdbcLeaseStore(Builder builder) {
         this.dialect = builder.database.dialect();
+        this.renewals = new JdbcRenewals(builder.database);
         this.holder = builder.holder;
         this.notifications = builder.releaseNotifications;
         this.pollInterval = builder.pollInterval;
@@ -134,6 +137,24 @@ public final class JdbcLeaseStore implements LeaseStore {
                         : Optional.<Grant>empty();
             }
         });
+    }
+
+    /** One compare-and-extend statement per lease time among the batch (see {@link JdbcRenewals}). */
+    @Override
+    public List<Optional<Grant>> renewAll(List<Renewal> batch) {
+        batch.forEach(renewal -> checkOwner(renewal.key(), renewal.owner()));
+        if (batch.isEmpty()) {
+            return List.of();
+        }
+        return execute(
+                "renew",
+                batch.size() == 1 ? batch.get(0).key() : null,
+                connection -> renewals.renew(connection, batch));
+    }
+
+    @Override
+    public int renewalBatchLimit() {
+        return JdbcRenewals.BATCH_LIMIT;
     }
 
     @Override

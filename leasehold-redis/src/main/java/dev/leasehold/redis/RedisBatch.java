@@ -17,6 +17,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.function.BiConsumer;
+import java.util.function.Function;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -88,13 +89,18 @@ final class RedisBatch {
 
     /** The batch's keys by slot on a cluster, in the order of their first key; else one group. */
     private List<List<LockKey>> groupsBySlot(List<LockKey> batch) {
+        return groupsBySlot(batch, key -> key, keys, cluster);
+    }
+
+    /** The items by the slot of their key on a cluster, in the order of their first item; else one group. */
+    static <T> List<List<T>> groupsBySlot(List<T> items, Function<T, LockKey> key, RedisKeys keys, boolean cluster) {
         if (!cluster) {
-            return List.of(batch);
+            return List.of(items);
         }
-        Map<Integer, List<LockKey>> bySlot = new LinkedHashMap<>();
-        for (LockKey key : batch) {
-            bySlot.computeIfAbsent(SlotHash.getSlot(keys.lease(key)), slot -> new ArrayList<>())
-                    .add(key);
+        Map<Integer, List<T>> bySlot = new LinkedHashMap<>();
+        for (T item : items) {
+            bySlot.computeIfAbsent(SlotHash.getSlot(keys.lease(key.apply(item))), slot -> new ArrayList<>())
+                    .add(item);
         }
         return List.copyOf(bySlot.values());
     }

@@ -16,6 +16,7 @@ import dev.leasehold.spi.LeaseStore;
 import dev.leasehold.spi.OwnerTokens;
 import dev.leasehold.spi.ReleaseNotice;
 import dev.leasehold.spi.ReleaseSubscription;
+import dev.leasehold.spi.Renewal;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.RedisException;
 import io.lettuce.core.ScanArgs;
@@ -81,6 +82,7 @@ public final class RedisLeaseStore implements LeaseStore {
     private final String name;
     private final RedisWaiterQueue queue; // the fair mode (Builder.fairQueue), or the default mode's bounded barging
     private final RedisBatch batches;
+    private final RedisRenewals renewals;
     private final boolean sharded;
     private final String publish;
     private final RedisNotices notices;
@@ -112,12 +114,14 @@ public final class RedisLeaseStore implements LeaseStore {
                         builder.keyPrefix, builder.fairQueueTtl, builder.acknowledgement == null, sharded, null);
         this.notices = new RedisNotices(builder.connector.pubSubFactory(), keys, queue, sharded);
         this.batches = new RedisBatch(writes, keys, builder.connector.cluster(), counterTtl, this::runRelease);
+        this.renewals = new RedisRenewals(writes, keys, builder.connector.cluster());
         Script.preload(
                 redis,
                 queue.fair() ? RedisWaiterQueue.ACQUIRE : RedisWaiterQueue.BARGING_ACQUIRE,
                 queue.fair() ? RedisWaiterQueue.RELEASE : RedisWaiterQueue.BARGING_RELEASE,
                 RedisBatch.ACQUIRE_ALL,
                 RENEW,
+                RedisRenewals.RENEW_ALL,
                 FORCE_RELEASE,
                 INSPECT);
     }
@@ -229,6 +233,18 @@ public final class RedisLeaseStore implements LeaseStore {
                 renewed -> !renewed.isEmpty(),
                 renewed -> "the renewal stays on the master");
         return reply.isEmpty() ? Optional.empty() : Optional.of(grant(reply, 0));
+    }
+
+    /** One {@code renew-all} script per slot among the batch's keys (one off a cluster). */
+    @Override
+    public List<Optional<Grant>> renewAll(List<Renewal> batch) {
+        batch.forEach(renewal -> checkOwner(renewal.key(), renewal.owner()));
+        return renewals.renew(batch);
+    }
+
+    @Override
+    public int renewalBatchLimit() {
+        return RedisRenewals.BATCH_LIMIT;
     }
 
     @Override

@@ -6,7 +6,7 @@ package dev.leasehold.spring;
  *
  * <p>In Prometheus: {@code leasehold_lock_wait_seconds} (its count with {@code outcome="busy"} is
  * S2.12's conflict count), {@code leasehold_lock_hold_seconds}, {@code leasehold_lock_lost_total}, {@code
- * leasehold_lock_renewal_failures_total}, {@code leasehold_lock_release_failures_total}, {@code
+ * leasehold_lock_renewal_failures_total}, {@code leasehold_lock_renewal_lag_seconds}, {@code leasehold_lock_release_failures_total}, {@code
  * leasehold_lock_force_releases_total}, {@code
  * leasehold_lock_bypassed_total}, {@code leasehold_lock_stale}, {@code
  * leasehold_idempotency_requests_total}, {@code leasehold_retry_total}.
@@ -21,6 +21,13 @@ public final class LeaseholdMetricNames {
     public static final String LOCK_LOST = "leasehold.lock.lost";
     /** Counter: a renewal failed in the store. */
     public static final String LOCK_RENEWAL_FAILURES = "leasehold.lock.renewal.failures";
+    /**
+     * Timer: how long after it fell due each renewal was confirmed (tag backend only: one per lease
+     * would be unbounded). Renewals fall due a third of the lease after the last one; a lease is
+     * lost when its renewal is more than two thirds of the lease late, and the engine warns past a
+     * sixth.
+     */
+    public static final String LOCK_RENEWAL_LAG = "leasehold.lock.renewal.lag";
     /** Counter: a release failed in the store; the lease ends at its expiry. */
     public static final String LOCK_RELEASE_FAILURES = "leasehold.lock.release.failures";
     /** Counter: an operator force-released a lease. */

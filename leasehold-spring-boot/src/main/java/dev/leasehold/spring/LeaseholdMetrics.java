@@ -94,8 +94,16 @@ public final class LeaseholdMetrics implements LeaseListener {
                                 "backend",
                                 backend)
                         .increment();
+            case RENEWED ->
+                timer(
+                                LeaseholdMetricNames.LOCK_RENEWAL_LAG,
+                                "How long after it fell due each renewal was confirmed; a lease is lost past two"
+                                        + " thirds of its lease time",
+                                "backend",
+                                backend)
+                        .record(event.waited());
             default -> {
-                // REENTERED, WAITING, RENEWED: not measured
+                // REENTERED, WAITING: not measured
             }
         }
     }

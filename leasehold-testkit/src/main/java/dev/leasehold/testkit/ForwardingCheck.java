@@ -141,6 +141,9 @@ public final class ForwardingCheck {
         if (type == void.class) {
             return null;
         }
+        if (type == int.class) {
+            return 1;
+        }
         if (type == Optional.class) {
             return Optional.empty();
         }

@@ -22,6 +22,7 @@ import dev.leasehold.spi.Grant;
 import dev.leasehold.spi.LeaseStore;
 import dev.leasehold.spi.ReleaseNotice;
 import dev.leasehold.spi.ReleaseSubscription;
+import dev.leasehold.spi.Renewal;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -280,6 +281,40 @@ public abstract class LeaseStoreConformance {
 
         assertThat(rawLease(key)).contains(new RawLease(owner, fence));
         assertThat(store.inspect(key).orElseThrow().remaining()).isLessThanOrEqualTo(Duration.ofSeconds(30));
+    }
+
+    @Test
+    void renewAllAnswersEachLeaseOfTheBatchInItsOrderAndRenewsOnlyTheOwners() {
+        LockKey mine = key("batch-mine");
+        LockKey theirs = key("batch-theirs");
+        LockKey free = key("batch-free");
+        LockKey alsoMine = key("batch-also-mine");
+        String owner = owner();
+        String other = owner();
+        long mineFence = fenceOf(store.tryAcquire(mine, owner, Duration.ofSeconds(5)));
+        long theirFence = fenceOf(store.tryAcquire(theirs, other, Duration.ofSeconds(5)));
+        long alsoMineFence = fenceOf(store.tryAcquire(alsoMine, owner, Duration.ofSeconds(5)));
+
+        List<Optional<Grant>> answers = store.renewAll(List.of(
+                new Renewal(mine, owner, Duration.ofSeconds(60)),
+                new Renewal(theirs, owner, Duration.ofSeconds(60)),
+                new Renewal(free, owner, Duration.ofSeconds(60)),
+                new Renewal(alsoMine, owner, Duration.ofSeconds(30))));
+
+        assertThat(answers).hasSize(4);
+        assertThat(answers.get(0)).map(Grant::fence).contains(mineFence);
+        assertThat(answers.get(0).orElseThrow().remaining()).isGreaterThan(Duration.ofSeconds(30));
+        assertThat(answers.get(1)).as("another owner's lease").isEmpty();
+        assertThat(answers.get(2)).as("a free key").isEmpty();
+        assertThat(answers.get(3)).map(Grant::fence).contains(alsoMineFence);
+        assertThat(store.inspect(mine).orElseThrow().remaining()).isGreaterThan(Duration.ofSeconds(30));
+        assertThat(store.inspect(alsoMine).orElseThrow().remaining()).isGreaterThan(Duration.ofSeconds(5));
+        assertThat(store.inspect(theirs).orElseThrow().remaining())
+                .as("another owner's lease is not extended")
+                .isLessThanOrEqualTo(Duration.ofSeconds(5));
+        assertThat(rawLease(theirs)).contains(new RawLease(other, theirFence));
+        assertThat(rawLease(free)).isEmpty();
+        assertThat(store.renewalBatchLimit()).isPositive();
     }
 
     @Test

@@ -1,0 +1,158 @@
+package dev.leasehold;
+
+import dev.leasehold.spi.Grant;
+import dev.leasehold.spi.LeaseStore;
+import dev.leasehold.spi.Renewal;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * Gathers the renewals that fall due into {@link LeaseStore#renewAll} calls of at most the store's
+ * batch limit: a renewal waits at most its window (a thirtieth of its lease time, at most 50 ms)
+ * for others to join it, and a full batch leaves at once. Each lease then learns its own answer.
+ * Thread-safe: leases join from the timer; batches run on the renewal workers, never on the timer.
+ */
+final class RenewalBatches {
+
+    /** The longest a renewal waits for others to join its batch. */
+    static final long MAX_WINDOW_NANOS = TimeUnit.MILLISECONDS.toNanos(50);
+
+    /** A renewal that fell due at {@code dueNanos}. */
+    private record Due(HeldLease lease, long dueNanos) {}
+
+    private final LeaseStore store;
+    private final int limit;
+    private final LeaseHost host;
+    private final EngineThreads threads;
+    private final ConcurrentLinkedQueue<Due> queue = new ConcurrentLinkedQueue<>();
+    private final AtomicInteger queued = new AtomicInteger();
+    /** When the next gathered batch leaves; {@code Long.MAX_VALUE} when none is set. */
+    private final AtomicLong leavesAt = new AtomicLong(Long.MAX_VALUE);
+
+    RenewalBatches(LeaseStore store, int limit, LeaseHost host, EngineThreads threads) {
+        this.store = store;
+        this.limit = limit;
+        this.host = host;
+        this.threads = threads;
+    }
+
+    /** How long a renewal of a lease of {@code leaseForNanos} waits for others at most. */
+    static long window(long leaseForNanos) {
+        return Math.max(1, Math.min(MAX_WINDOW_NANOS, leaseForNanos / 30));
+    }
+
+    /**
+     * Queues the lease's renewal, which fell due now. On the timer: never calls the store.
+     *
+     * @throws RejectedExecutionException once the service is closing
+     */
+    void add(HeldLease lease, long windowNanos) {
+        long now = host.nanos();
+        queue.add(new Due(lease, now));
+        if (queued.incrementAndGet() >= limit) {
+            threads.submitRenewal(this::sendFullBatches);
+        }
+        // Whatever a full batch leaves behind goes at the latest when this renewal's window ends.
+        long at = now + windowNanos;
+        while (true) {
+            long current = leavesAt.get();
+            if (current - at <= 0) {
+                return; // a batch that leaves no later than this renewal's window is set
+            }
+            if (leavesAt.compareAndSet(current, at)) {
+                host.schedule(this::windowEnds, windowNanos);
+                return;
+            }
+        }
+    }
+
+    /** On the timer: hand the gathered renewals to a worker. */
+    private void windowEnds() {
+        try {
+            threads.submitRenewal(this::sendAll);
+        } catch (RejectedExecutionException e) {
+            // The service is closing.
+        }
+    }
+
+    /** On a renewal worker: sends full batches while there are enough renewals queued for one. */
+    private void sendFullBatches() {
+        while (queued.get() >= limit) {
+            if (!sendNext()) {
+                return;
+            }
+        }
+    }
+
+    /** On a renewal worker, when a window ends: sends everything queued; a second worker helps with a backlog. */
+    private void sendAll() {
+        leavesAt.set(Long.MAX_VALUE); // a renewal queued from now on sets a window of its own
+        while (sendNext()) {
+            if (queued.get() >= limit) {
+                try {
+                    threads.submitRenewal(this::sendFullBatches);
+                } catch (RejectedExecutionException e) {
+                    return; // the service is closing
+                }
+            }
+        }
+    }
+
+    /** Sends up to a batch of the queued renewals; false when none was queued. */
+    private boolean sendNext() {
+        List<Due> batch = new ArrayList<>(Math.min(limit, Math.max(1, queued.get())));
+        Due due;
+        while (batch.size() < limit && (due = queue.poll()) != null) {
+            queued.decrementAndGet();
+            batch.add(due);
+        }
+        if (batch.isEmpty()) {
+            return false;
+        }
+        send(batch);
+        return true;
+    }
+
+    private void send(List<Due> batch) {
+        List<Due> live = new ArrayList<>(batch.size());
+        List<Renewal> renewals = new ArrayList<>(batch.size());
+        for (Due due : batch) {
+            if (due.lease().renewalWanted()) {
+                live.add(due);
+                renewals.add(due.lease().renewal());
+            }
+        }
+        if (live.isEmpty()) {
+            return;
+        }
+        long sent = host.nanos();
+        List<Optional<Grant>> answers;
+        try {
+            answers = store.renewAll(renewals);
+            if (answers.size() != renewals.size()) {
+                throw new LeaseStoreException(
+                        "renew",
+                        renewals.size() + " leases",
+                        new IllegalStateException(
+                                "the store answered " + answers.size() + " of " + renewals.size() + " renewals"));
+            }
+        } catch (Throwable e) {
+            for (Due due : live) {
+                due.lease().renewalFailed(e);
+            }
+            if (e instanceof VirtualMachineError error) {
+                throw error;
+            }
+            return;
+        }
+        for (int i = 0; i < live.size(); i++) {
+            live.get(i).lease().renewed(sent, live.get(i).dueNanos(), answers.get(i));
+        }
+    }
+}

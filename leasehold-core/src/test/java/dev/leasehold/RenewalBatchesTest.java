@@ -1,0 +1,188 @@
+package dev.leasehold;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import dev.leasehold.memory.InMemoryLeaseStore;
+import dev.leasehold.spi.ForwardingLeaseStore;
+import dev.leasehold.spi.Grant;
+import dev.leasehold.spi.LeaseStore;
+import dev.leasehold.spi.Renewal;
+import java.time.Clock;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+/**
+ * Renewals of a store that renews in batches: the renewals that fall due together reach the store
+ * in a few calls of at most its limit, and each lease still learns its own answer. On fake time;
+ * the batches run on the engine's real renewal workers, which the test waits for.
+ */
+@Timeout(value = 30, unit = TimeUnit.SECONDS, threadMode = Timeout.ThreadMode.SEPARATE_THREAD)
+class RenewalBatchesTest {
+
+    private static final int LIMIT = 100;
+    private static final Duration LEASE = Duration.ofSeconds(3);
+
+    private final FakeTime time = new FakeTime();
+    private final List<LeaseEvent> events = new CopyOnWriteArrayList<>();
+    private final BatchingStore store = new BatchingStore(new InMemoryLeaseStore(time, Clock.systemUTC()));
+    private final LockService service = LockService.builder(store)
+            .ticker(time)
+            .scheduler(time.scheduler())
+            .listener(events::add)
+            .build();
+
+    @AfterEach
+    void close() {
+        service.close();
+    }
+
+    /** Forwards to the in-memory store; renews in batches of at most {@link #LIMIT}, and counts the calls. */
+    private static final class BatchingStore extends ForwardingLeaseStore {
+        private final LeaseStore inner;
+        final List<Integer> batches = new CopyOnWriteArrayList<>();
+        final AtomicInteger singleRenewals = new AtomicInteger();
+        volatile LockKey takenOver;
+        final AtomicBoolean failing = new AtomicBoolean();
+
+        BatchingStore(LeaseStore inner) {
+            this.inner = inner;
+        }
+
+        @Override
+        protected LeaseStore delegate() {
+            return inner;
+        }
+
+        @Override
+        public int renewalBatchLimit() {
+            return LIMIT;
+        }
+
+        @Override
+        public Optional<Grant> renew(LockKey key, String owner, Duration leaseFor) {
+            singleRenewals.incrementAndGet();
+            return super.renew(key, owner, leaseFor);
+        }
+
+        @Override
+        public List<Optional<Grant>> renewAll(List<Renewal> batch) {
+            batches.add(batch.size());
+            if (failing.get()) {
+                throw new LeaseStoreException("renew", batch.size() + " leases", new IllegalStateException("down"));
+            }
+            List<Optional<Grant>> answers = new ArrayList<>(inner.renewAll(batch));
+            for (int i = 0; i < batch.size(); i++) {
+                if (batch.get(i).key().equals(takenOver)) {
+                    answers.set(i, Optional.empty()); // another owner has the key in the store
+                }
+            }
+            return answers;
+        }
+    }
+
+    private List<Lease> hold(int count) {
+        List<Lease> leases = new ArrayList<>();
+        LeaseOptions options =
+                LeaseOptions.builder().leaseFor(LEASE).renewal(true).build();
+        for (int i = 0; i < count; i++) {
+            leases.add(service.tryAcquire(LockKey.of("batch", "k" + i), options).orElseThrow());
+        }
+        return leases;
+    }
+
+    private long count(LeaseEventType type) {
+        return events.stream().filter(e -> e.type() == type).count();
+    }
+
+    @Test
+    void renewalsThatFallDueTogetherReachTheStoreInAFewCallsAndEachLeaseLearnsItsOwnAnswer() {
+        List<Lease> leases = hold(250);
+        Lease lost = leases.get(7);
+        List<LeaseLostException> lostCauses = new CopyOnWriteArrayList<>();
+        lost.onLost(lostCauses::add);
+        store.takenOver = lost.key();
+
+        time.advance(Duration.ofSeconds(1)); // every renewal falls due; full batches leave at once
+        time.advance(Duration.ofMillis(50)); // the window of the rest ends
+        await().atMost(FakeTime.PATIENCE).until(() -> count(LeaseEventType.RENEWED) == 249 && lostCauses.size() == 1);
+
+        assertThat(store.singleRenewals).as("renewals sent one by one").hasValue(0);
+        assertThat(store.batches.stream().mapToInt(Integer::intValue).sum())
+                .as("leases renewed")
+                .isEqualTo(250);
+        assertThat(store.batches).as("batch sizes").allSatisfy(size -> assertThat(size)
+                .isBetween(1, LIMIT));
+        assertThat(store.batches.size()).as("store calls for 250 renewals").isLessThanOrEqualTo(6);
+        assertThat(lostCauses.get(0).getMessage()).contains("no longer holds the key");
+        assertThat(lost.isHeld()).isFalse();
+
+        time.advanceTickerOnly(Duration.ofMillis(2200)); // t = 3.25 s: past every first grant's end
+        for (Lease lease : leases) {
+            if (lease != lost) {
+                assertThat(lease.isHeld())
+                        .as("%s renewed in its batch", lease.key())
+                        .isTrue();
+            }
+        }
+        assertThat(events)
+                .filteredOn(e -> e.type() == LeaseEventType.RENEWED)
+                .allSatisfy(e -> assertThat(e.waited()).as("renewal lag").isLessThanOrEqualTo(Duration.ofMillis(50)));
+    }
+
+    @Test
+    void aBatchTheStoreFailsIsAFailedRenewalOfEachOfItsLeasesWhichAreTriedAgain() {
+        List<Lease> leases = hold(120);
+        store.failing.set(true);
+        time.advance(Duration.ofSeconds(1));
+        time.advance(Duration.ofMillis(50));
+        await().atMost(FakeTime.PATIENCE).until(() -> count(LeaseEventType.RENEWAL_FAILED) == 120);
+        assertThat(count(LeaseEventType.LOST))
+                .as("leases lost while still valid")
+                .isZero();
+        assertThat(leases).allSatisfy(lease -> assertThat(lease.isHeld()).isTrue());
+
+        store.failing.set(false);
+        time.advance(Duration.ofSeconds(1)); // the retries fall due a period later
+        time.advance(Duration.ofMillis(50));
+        await().atMost(FakeTime.PATIENCE).until(() -> count(LeaseEventType.RENEWED) == 120);
+        assertThat(count(LeaseEventType.LOST)).isZero();
+    }
+
+    @Test
+    void aLateRenewalIsReportedOncePerIntervalAndATimelyOneNever() {
+        RenewalLag lag = new RenewalLag();
+        LockKey key = LockKey.of("batch", "lag");
+        long lease = TimeUnit.SECONDS.toNanos(6);
+        long now = 0;
+        assertThat(lag.record(key, TimeUnit.SECONDS.toNanos(1), lease, now))
+                .as("a sixth of the lease late")
+                .isFalse();
+        assertThat(lag.record(key, TimeUnit.SECONDS.toNanos(1) + 1, lease, now))
+                .as("more than a sixth late")
+                .isTrue();
+        assertThat(lag.record(key, TimeUnit.SECONDS.toNanos(3), lease, now + RenewalLag.WARN_INTERVAL_NANOS - 1))
+                .as("within the interval")
+                .isFalse();
+        assertThat(lag.record(key, TimeUnit.SECONDS.toNanos(3), lease, now + RenewalLag.WARN_INTERVAL_NANOS))
+                .as("after the interval")
+                .isTrue();
+    }
+
+    @Test
+    void theWindowIsAThirtiethOfTheLeaseAndAtMost50Ms() {
+        assertThat(RenewalBatches.window(TimeUnit.SECONDS.toNanos(6))).isEqualTo(TimeUnit.MILLISECONDS.toNanos(50));
+        assertThat(RenewalBatches.window(TimeUnit.MILLISECONDS.toNanos(300)))
+                .isEqualTo(TimeUnit.MILLISECONDS.toNanos(10));
+        assertThat(RenewalBatches.window(10)).isEqualTo(1);
+    }
+}
