@@ -146,7 +146,7 @@ public final class JdbcLeaseStore implements LeaseStore {
         if (batch.isEmpty()) {
             return List.of();
         }
-        return execute(
+        return calls.execute(
                 "renew",
                 batch.size() == 1 ? batch.get(0).key() : null,
                 connection -> renewals.renew(connection, batch));
