@@ -43,7 +43,7 @@ final class Statements {
             """;
 
     /*
-     * give-back (S1.6): a claim that cannot proceed, and so wrote nothing under its fence, restores
+     * give-back: a claim that cannot proceed, and so wrote nothing under its fence, restores
      * every field the claim changed: status, token, fence, heartbeat, error text, expiry.
      */
     static final String GIVE_BACK_REQUEST = """
@@ -159,7 +159,7 @@ final class Statements {
              WHERE id = ? AND status = 'PROCESSING' AND lease_token = ?
             """;
 
-    /* recovery (S1.10): the completed effects of a request, oldest first. */
+    /* recovery: the completed effects of a request, oldest first. */
     static final String COMPLETED_EFFECTS = """
             SELECT effect_name, arguments_hash, result_json, business_id FROM leasehold_effect
              WHERE request_id = ? AND status = 'SUCCESS' ORDER BY created_at_ms, id
