@@ -9,6 +9,7 @@ import java.util.Optional;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 
@@ -32,6 +33,8 @@ final class RenewalBatches {
     private final EngineThreads threads;
     private final ConcurrentLinkedQueue<Due> queue = new ConcurrentLinkedQueue<>();
     private final AtomicInteger queued = new AtomicInteger();
+    /** Whether a worker has been asked to send full batches and has not started yet. */
+    private final AtomicBoolean fullBatchDue = new AtomicBoolean();
     /** When the next gathered batch leaves; {@code Long.MAX_VALUE} when none is set. */
     private final AtomicLong leavesAt = new AtomicLong(Long.MAX_VALUE);
 
@@ -55,7 +58,7 @@ final class RenewalBatches {
     void add(HeldLease lease, long windowNanos) {
         long now = host.nanos();
         queue.add(new Due(lease, now));
-        if (queued.incrementAndGet() >= limit) {
+        if (queued.incrementAndGet() >= limit && fullBatchDue.compareAndSet(false, true)) {
             threads.submitRenewal(this::sendFullBatches);
         }
         // Whatever a full batch leaves behind goes at the latest when this renewal's window ends.
@@ -83,6 +86,7 @@ final class RenewalBatches {
 
     /** On a renewal worker: sends full batches while there are enough renewals queued for one. */
     private void sendFullBatches() {
+        fullBatchDue.set(false); // a renewal that fills a batch from now on asks for a worker again
         while (queued.get() >= limit) {
             if (!sendNext()) {
                 return;
@@ -94,7 +98,7 @@ final class RenewalBatches {
     private void sendAll() {
         leavesAt.set(Long.MAX_VALUE); // a renewal queued from now on sets a window of its own
         while (sendNext()) {
-            if (queued.get() >= limit) {
+            if (queued.get() >= limit && fullBatchDue.compareAndSet(false, true)) {
                 try {
                     threads.submitRenewal(this::sendFullBatches);
                 } catch (RejectedExecutionException e) {

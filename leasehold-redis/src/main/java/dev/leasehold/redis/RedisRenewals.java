@@ -60,11 +60,17 @@ final class RedisRenewals {
     private List<Object> renewGroup(List<Renewal> group) {
         String[] scriptKeys = new String[group.size()];
         String[] args = new String[group.size() * 2];
+        Duration lastLease = null;
+        String lastMillis = null;
         for (int i = 0; i < group.size(); i++) {
             Renewal renewal = group.get(i);
             scriptKeys[i] = keys.lease(renewal.key());
             args[i] = renewal.owner();
-            args[group.size() + i] = Long.toString(renewal.leaseFor().toMillis());
+            if (!renewal.leaseFor().equals(lastLease)) { // a batch mostly shares one lease time
+                lastLease = renewal.leaseFor();
+                lastMillis = Long.toString(lastLease.toMillis());
+            }
+            args[group.size() + i] = lastMillis;
         }
         String what = group.size() == 1 ? group.get(0).key().render() : group.size() + " leases";
         return writes.write(
