@@ -222,7 +222,7 @@ public class LeaseholdProperties implements Validator {
     public enum Mode {
         /** Take locks (the default). */
         ENFORCE,
-        /** Skip locks and rely on the database safety net alone (S2.14): logged and counted. */
+        /** Skip locks and rely on the database safety net alone: logged and counted. */
         BYPASS
     }
 
