@@ -2,7 +2,7 @@ package dev.leasehold.spring.lock;
 
 import dev.leasehold.HeldLeaseInfo;
 import dev.leasehold.LockService;
-import dev.leasehold.spring.LeaseholdProperties;
+import dev.leasehold.spring.LeaseholdStaleScanProperties;
 import dev.leasehold.spring.internal.AuditLine;
 import java.util.List;
 import java.util.concurrent.Executors;
@@ -20,11 +20,11 @@ import org.springframework.context.SmartLifecycle;
 final class StaleLeaseScan implements SmartLifecycle {
 
     private final LockService locks;
-    private final LeaseholdProperties.StaleScan settings;
+    private final LeaseholdStaleScanProperties settings;
     private final IntConsumer gauge;
     private ScheduledExecutorService scheduler;
 
-    StaleLeaseScan(LockService locks, LeaseholdProperties.StaleScan settings, IntConsumer gauge) {
+    StaleLeaseScan(LockService locks, LeaseholdStaleScanProperties settings, IntConsumer gauge) {
         this.locks = locks;
         this.settings = settings;
         this.gauge = gauge;

@@ -1,7 +1,7 @@
 package dev.leasehold.spring.retry;
 
 import dev.leasehold.LockBusyException;
-import dev.leasehold.spring.LeaseholdProperties;
+import dev.leasehold.spring.LeaseholdRetryProperties;
 import dev.leasehold.spring.internal.AnnotatedMethods;
 import dev.leasehold.spring.internal.LeaseholdJson;
 import dev.leasehold.spring.lock.Locked;
@@ -42,7 +42,7 @@ public final class DelayedRetries implements RetryHandler, SmartLifecycle {
     private final RetryQueue queue;
     private final ApplicationContext context;
     private final LeaseholdJson json;
-    private final LeaseholdProperties.Retry settings;
+    private final LeaseholdRetryProperties settings;
     private final RetryLedger ledger;
     private final Consumer<String> events;
     private final ThreadLocal<Boolean> replaying = ThreadLocal.withInitial(() -> false);
@@ -52,7 +52,7 @@ public final class DelayedRetries implements RetryHandler, SmartLifecycle {
             RetryQueue queue,
             ApplicationContext context,
             LeaseholdJson json,
-            LeaseholdProperties.Retry settings,
+            LeaseholdRetryProperties settings,
             RetryLedger ledger,
             Consumer<String> events) {
         this.queue = queue;

@@ -3,6 +3,7 @@ package dev.leasehold.spring.retry;
 import dev.leasehold.jdbc.Database;
 import dev.leasehold.spring.LeaseholdAutoConfiguration;
 import dev.leasehold.spring.LeaseholdProperties;
+import dev.leasehold.spring.LeaseholdRetryProperties;
 import dev.leasehold.spring.actuator.LeaseholdMetrics;
 import dev.leasehold.spring.internal.JacksonCondition;
 import dev.leasehold.spring.internal.LeaseholdJson;
@@ -64,7 +65,7 @@ public class LeaseholdRetryAutoConfiguration {
         @DependsOnDatabaseInitialization
         JdbcRetryQueue leaseholdJdbcRetryQueue(DataSource dataSource, LeaseholdProperties properties)
                 throws SQLException {
-            LeaseholdProperties.Retry retry = properties.getRetry();
+            LeaseholdRetryProperties retry = properties.getRetry();
             return new JdbcRetryQueue(
                     dataSource,
                     Database.detect(dataSource),

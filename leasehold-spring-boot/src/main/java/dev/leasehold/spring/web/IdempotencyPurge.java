@@ -2,7 +2,7 @@ package dev.leasehold.spring.web;
 
 import dev.leasehold.idempotency.RecordStats;
 import dev.leasehold.idempotency.RequestRecords;
-import dev.leasehold.spring.LeaseholdProperties;
+import dev.leasehold.spring.LeaseholdIdempotencyProperties;
 import java.time.Duration;
 import java.util.concurrent.ScheduledFuture;
 import java.util.concurrent.atomic.AtomicReference;
@@ -30,13 +30,14 @@ final class IdempotencyPurge implements SmartLifecycle {
     private static final Logger log = LoggerFactory.getLogger(IdempotencyPurge.class);
 
     private final RequestRecords records;
-    private final LeaseholdProperties.Purge settings;
+    private final LeaseholdIdempotencyProperties.Purge settings;
     private final Supplier<TaskScheduler> scheduler;
     private final AtomicReference<RecordStats> stats = new AtomicReference<>();
     private volatile LongConsumer purgedCounter;
     private volatile ScheduledFuture<?> task;
 
-    IdempotencyPurge(RequestRecords records, LeaseholdProperties.Purge settings, Supplier<TaskScheduler> scheduler) {
+    IdempotencyPurge(
+            RequestRecords records, LeaseholdIdempotencyProperties.Purge settings, Supplier<TaskScheduler> scheduler) {
         this.records = records;
         this.settings = settings;
         this.scheduler = scheduler;

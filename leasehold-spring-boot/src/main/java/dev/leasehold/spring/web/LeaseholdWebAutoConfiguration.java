@@ -5,6 +5,7 @@ import dev.leasehold.idempotency.IdempotentExecutor;
 import dev.leasehold.idempotency.RequestRecords;
 import dev.leasehold.idempotency.SideEffects;
 import dev.leasehold.spring.LeaseholdAutoConfiguration;
+import dev.leasehold.spring.LeaseholdIdempotencyProperties;
 import dev.leasehold.spring.LeaseholdProperties;
 import dev.leasehold.spring.actuator.LeaseholdMetrics;
 import dev.leasehold.spring.actuator.LeaseholdObservations;
@@ -61,7 +62,7 @@ public class LeaseholdWebAutoConfiguration {
         @ConditionalOnMissingBean
         @DependsOnDatabaseInitialization
         RequestRecords leaseholdRequestRecords(DataSource dataSource, LeaseholdProperties properties) {
-            LeaseholdProperties.Idempotency settings = properties.getIdempotency();
+            LeaseholdIdempotencyProperties settings = properties.getIdempotency();
             RequestRecords.Builder builder = RequestRecords.builder(dataSource)
                     .staleAfter(settings.getStaleAfter())
                     .retention(settings.getRetention());

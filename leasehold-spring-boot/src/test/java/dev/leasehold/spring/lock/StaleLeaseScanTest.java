@@ -11,7 +11,7 @@ import dev.leasehold.LockKey;
 import dev.leasehold.LockService;
 import dev.leasehold.Ticker;
 import dev.leasehold.memory.InMemoryLeaseStore;
-import dev.leasehold.spring.LeaseholdProperties;
+import dev.leasehold.spring.LeaseholdStaleScanProperties;
 import java.time.Clock;
 import java.time.Duration;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -27,7 +27,7 @@ class StaleLeaseScanTest {
      */
     @Test
     void reportsALeaseKeptAliveFarBeyondItsLeaseTimeAndNothingElse() {
-        LeaseholdProperties.StaleScan settings = new LeaseholdProperties.StaleScan();
+        LeaseholdStaleScanProperties settings = new LeaseholdStaleScanProperties();
         settings.setLeaseMultiple(3);
         AtomicInteger gauge = new AtomicInteger(-1);
         AtomicLong now = new AtomicLong();
