@@ -23,7 +23,9 @@ import org.springframework.context.annotation.Configuration;
  * registry), the {@code leasehold} and {@code leaseholdmode} Actuator endpoints behind one {@link
  * AdminGuard}, and the lease-store health indicator.
  */
-@AutoConfiguration(after = LeaseholdAutoConfiguration.class)
+@AutoConfiguration(
+        after = LeaseholdAutoConfiguration.class,
+        afterName = "dev.leasehold.spring.retry.LeaseholdRetryAutoConfiguration")
 public class LeaseholdActuatorAutoConfiguration {
 
     @Bean

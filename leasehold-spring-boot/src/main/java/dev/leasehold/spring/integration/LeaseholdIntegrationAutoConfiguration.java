@@ -9,7 +9,9 @@ import org.springframework.boot.autoconfigure.condition.ConditionalOnMissingBean
 import org.springframework.context.annotation.Bean;
 
 /** A Spring Integration lock registry on Leasehold's leases, unless the application has one. */
-@AutoConfiguration(after = LeaseholdAutoConfiguration.class)
+@AutoConfiguration(
+        after = LeaseholdAutoConfiguration.class,
+        afterName = "dev.leasehold.spring.scheduling.LeaseholdSchedulingAutoConfiguration")
 @ConditionalOnClass(name = "org.springframework.integration.support.locks.LockRegistry")
 public class LeaseholdIntegrationAutoConfiguration {
 
