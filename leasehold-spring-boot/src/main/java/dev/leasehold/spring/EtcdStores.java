@@ -17,7 +17,7 @@ final class EtcdStores {
     private EtcdStores() {}
 
     static LeaseStore create(LeaseholdProperties properties, ApplicationContext context, String storeBean) {
-        LeaseholdProperties.Etcd etcd = properties.getEtcd();
+        LeaseholdEtcdProperties etcd = properties.getEtcd();
         Client client = context.getBeanProvider(Client.class).getIfAvailable();
         if (client != null) {
             closeBefore(context, storeBean);
@@ -50,7 +50,7 @@ final class EtcdStores {
         }
     }
 
-    private static EtcdLeaseStore store(Client client, LeaseholdProperties.Etcd etcd) {
+    private static EtcdLeaseStore store(Client client, LeaseholdEtcdProperties etcd) {
         return EtcdLeaseStore.builder(client)
                 .keyPrefix(etcd.getKeyPrefix())
                 .timeout(etcd.getTimeout())

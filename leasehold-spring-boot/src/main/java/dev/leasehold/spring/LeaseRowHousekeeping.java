@@ -24,12 +24,12 @@ final class LeaseRowHousekeeping implements SmartLifecycle {
     private static final int MAX_BATCHES = 100;
 
     private final JdbcLeaseStore store;
-    private final LeaseholdProperties.Housekeeping settings;
+    private final LeaseholdJdbcProperties.Housekeeping settings;
     private final Supplier<TaskScheduler> scheduler;
     private volatile ScheduledFuture<?> task;
 
     LeaseRowHousekeeping(
-            LeaseStore store, LeaseholdProperties.Housekeeping settings, Supplier<TaskScheduler> scheduler) {
+            LeaseStore store, LeaseholdJdbcProperties.Housekeeping settings, Supplier<TaskScheduler> scheduler) {
         this.store = store instanceof JdbcLeaseStore jdbc ? jdbc : null;
         this.settings = settings;
         this.scheduler = scheduler;

@@ -6,7 +6,7 @@ import java.util.Objects;
 
 /**
  * A store that also closes the client Leasehold created for it. Every operation is passed on as it
- * was called ({@code OwningStoreTest}).
+ * was called.
  */
 final class OwningStore extends ForwardingLeaseStore {
 

@@ -15,7 +15,11 @@ import dev.leasehold.jdbc.StaleFenceException;
 import dev.leasehold.spi.ForwardingLeaseStore;
 import dev.leasehold.spi.Grant;
 import dev.leasehold.spi.LeaseStore;
+import dev.leasehold.spring.actuator.LeaseholdObservations;
+import dev.leasehold.spring.lock.Locked;
+import dev.leasehold.spring.lock.LockedContext;
 import dev.leasehold.spring.schema.TestDatabases;
+import dev.leasehold.spring.web.LeaseholdProblemHandler;
 import io.micrometer.observation.Observation;
 import io.micrometer.observation.ObservationHandler;
 import io.micrometer.observation.ObservationRegistry;
@@ -295,13 +299,12 @@ abstract class AbstractLockedLeaseLostTest {
 
     private ApplicationContextRunner instance() {
         return new ApplicationContextRunner()
-                .withConfiguration(AutoConfigurations.of(
+                .withConfiguration(AutoConfigurations.of(LeaseholdAutoConfigurations.with(
                         AopAutoConfiguration.class,
                         DataSourceAutoConfiguration.class,
                         DataSourceTransactionManagerAutoConfiguration.class,
                         TransactionAutoConfiguration.class,
-                        JdbcTemplateAutoConfiguration.class,
-                        LeaseholdAutoConfiguration.class))
+                        JdbcTemplateAutoConfiguration.class)))
                 .withPropertyValues(
                         "spring.datasource.url=" + database.url(),
                         "spring.datasource.username=" + database.user(),

@@ -10,6 +10,8 @@ import dev.leasehold.LockOwner;
 import dev.leasehold.LockService;
 import dev.leasehold.etcd.EtcdLeaseStore;
 import dev.leasehold.spi.LeaseStore;
+import dev.leasehold.spring.actuator.LeaseStoreHealthIndicator;
+import dev.leasehold.spring.actuator.LeaseholdMetricNames;
 import dev.leasehold.testkit.EtcdCluster;
 import dev.leasehold.testkit.TestServices;
 import io.etcd.jetcd.ByteSequence;
@@ -39,7 +41,7 @@ class EtcdBackendTest {
     private static EtcdCluster etcd;
 
     private final ApplicationContextRunner runner = new ApplicationContextRunner()
-            .withConfiguration(AutoConfigurations.of(AopAutoConfiguration.class, LeaseholdAutoConfiguration.class))
+            .withConfiguration(AutoConfigurations.of(LeaseholdAutoConfigurations.with(AopAutoConfiguration.class)))
             .withPropertyValues(
                     "leasehold.backend=etcd",
                     "leasehold.etcd.key-prefix=starter-" + System.nanoTime() + "/",

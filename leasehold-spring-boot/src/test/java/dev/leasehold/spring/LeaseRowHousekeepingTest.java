@@ -20,7 +20,7 @@ import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 class LeaseRowHousekeepingTest {
 
     private final ApplicationContextRunner runner = new ApplicationContextRunner()
-            .withConfiguration(AutoConfigurations.of(AopAutoConfiguration.class, LeaseholdAutoConfiguration.class));
+            .withConfiguration(AutoConfigurations.of(LeaseholdAutoConfigurations.with(AopAutoConfiguration.class)));
 
     private final ApplicationContextRunner withH2 = runner.withConfiguration(
                     AutoConfigurations.of(DataSourceAutoConfiguration.class))

@@ -13,6 +13,10 @@ import dev.leasehold.redis.RedisLeaseStore;
 import dev.leasehold.spi.AcquireRequest;
 import dev.leasehold.spi.AcquireResult;
 import dev.leasehold.spi.LeaseStore;
+import dev.leasehold.spring.actuator.AuditLog;
+import dev.leasehold.spring.actuator.LeaseholdMetrics;
+import dev.leasehold.spring.lock.LockModeSwitch;
+import dev.leasehold.spring.retry.DelayedRetries;
 import dev.leasehold.testkit.TestServices;
 import io.lettuce.core.RedisClient;
 import io.micrometer.core.instrument.MeterRegistry;
@@ -33,7 +37,7 @@ import org.springframework.boot.test.context.runner.ApplicationContextRunner;
 class LeaseholdAutoConfigurationTest {
 
     private final ApplicationContextRunner runner = new ApplicationContextRunner()
-            .withConfiguration(AutoConfigurations.of(AopAutoConfiguration.class, LeaseholdAutoConfiguration.class));
+            .withConfiguration(AutoConfigurations.of(LeaseholdAutoConfigurations.with(AopAutoConfiguration.class)));
 
     private final ApplicationContextRunner withH2 = runner.withConfiguration(
                     AutoConfigurations.of(DataSourceAutoConfiguration.class))
@@ -205,7 +209,7 @@ class LeaseholdAutoConfigurationTest {
                         "leasehold.stale-scan.enabled=false",
                         "leasehold.lock.mode=bypass")
                 .run(context -> {
-                    assertThat(context).doesNotHaveBean(AuditLog.class).doesNotHaveBean(StaleLeaseScan.class);
+                    assertThat(context).doesNotHaveBean(AuditLog.class).doesNotHaveBean("leaseholdStaleLeaseScan");
                     assertThat(context.getBean(LockModeSwitch.class).bypassed()).isTrue();
                 });
         runner.withPropertyValues("leasehold.backend=memory")

@@ -2,6 +2,10 @@ package dev.leasehold.spring;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import dev.leasehold.spring.actuator.LeaseStoreHealthIndicator;
+import dev.leasehold.spring.actuator.LeaseholdEndpoint;
+import dev.leasehold.spring.actuator.LeaseholdMetrics;
+import dev.leasehold.spring.retry.DelayedRetries;
 import dev.leasehold.spring.retry.JdbcRetryQueue;
 import dev.leasehold.spring.retry.RabbitRetryQueue;
 import dev.leasehold.spring.schema.LeaseholdFlywayMigration;
@@ -20,7 +24,7 @@ class OptionalClassGuardsTest {
 
     private final ApplicationContextRunner h2 = new ApplicationContextRunner()
             .withConfiguration(AutoConfigurations.of(
-                    DataSourceAutoConfiguration.class, AopAutoConfiguration.class, LeaseholdAutoConfiguration.class))
+                    LeaseholdAutoConfigurations.with(DataSourceAutoConfiguration.class, AopAutoConfiguration.class)))
             .withPropertyValues(
                     "spring.datasource.url=jdbc:h2:mem:guards-" + System.nanoTime() + ";DB_CLOSE_DELAY=-1",
                     "leasehold.stale-scan.enabled=false");
@@ -82,7 +86,7 @@ class OptionalClassGuardsTest {
                     assertThat(context)
                             .hasSingleBean(DelayedRetries.class)
                             .hasSingleBean(dev.leasehold.idempotency.SideEffects.class)
-                            .hasSingleBean(IdempotencyPurge.class);
+                            .hasBean("leaseholdIdempotencyPurge");
                 });
     }
 

@@ -1,6 +1,6 @@
 package com.example.payments;
 
-import dev.leasehold.spring.Idempotent;
+import dev.leasehold.spring.web.Idempotent;
 import org.springframework.http.ResponseEntity;
 import org.springframework.web.bind.annotation.PostMapping;
 import org.springframework.web.bind.annotation.RequestBody;

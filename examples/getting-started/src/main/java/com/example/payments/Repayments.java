@@ -1,6 +1,6 @@
 package com.example.payments;
 
-import dev.leasehold.spring.Locked;
+import dev.leasehold.spring.lock.Locked;
 import java.math.BigDecimal;
 import org.springframework.jdbc.core.JdbcTemplate;
 import org.springframework.stereotype.Service;

@@ -1,6 +1,6 @@
 package dev.leasehold.it.shop;
 
-import dev.leasehold.spring.Idempotent;
+import dev.leasehold.spring.web.Idempotent;
 import org.springframework.security.core.context.SecurityContextHolder;
 import org.springframework.stereotype.Service;
 

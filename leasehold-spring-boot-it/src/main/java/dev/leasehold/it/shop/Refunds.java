@@ -1,6 +1,6 @@
 package dev.leasehold.it.shop;
 
-import dev.leasehold.spring.Idempotent;
+import dev.leasehold.spring.web.Idempotent;
 import java.math.BigDecimal;
 import org.springframework.web.bind.annotation.PostMapping;
 import org.springframework.web.bind.annotation.RequestBody;

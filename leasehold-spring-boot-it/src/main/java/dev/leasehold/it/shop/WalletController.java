@@ -1,6 +1,6 @@
 package dev.leasehold.it.shop;
 
-import dev.leasehold.spring.Idempotent;
+import dev.leasehold.spring.web.Idempotent;
 import java.net.URI;
 import java.security.Principal;
 import org.springframework.http.ResponseEntity;

@@ -11,7 +11,7 @@ import dev.leasehold.LockKey;
 import dev.leasehold.LockOwner;
 import dev.leasehold.LockService;
 import dev.leasehold.it.admin.AuditLineParser.Field;
-import dev.leasehold.spring.LockModeSwitch;
+import dev.leasehold.spring.lock.LockModeSwitch;
 import java.net.URI;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;

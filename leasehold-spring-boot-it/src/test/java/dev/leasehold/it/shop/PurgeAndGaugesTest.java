@@ -6,7 +6,7 @@ import static org.awaitility.Awaitility.await;
 import dev.leasehold.idempotency.CanonicalJson;
 import dev.leasehold.idempotency.Claim;
 import dev.leasehold.idempotency.RequestRecords;
-import dev.leasehold.spring.LeaseholdMetricNames;
+import dev.leasehold.spring.actuator.LeaseholdMetricNames;
 import io.micrometer.core.instrument.MeterRegistry;
 import java.time.Duration;
 import java.util.UUID;

@@ -1,6 +1,6 @@
 package dev.leasehold.it.shop;
 
-import dev.leasehold.spring.Idempotent;
+import dev.leasehold.spring.web.Idempotent;
 import java.security.Principal;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;

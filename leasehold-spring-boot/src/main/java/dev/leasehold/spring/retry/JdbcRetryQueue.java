@@ -22,7 +22,7 @@ import org.slf4j.LoggerFactory;
 
 /**
  * A {@link RetryQueue} in the SQL database, table {@code leasehold_retry} (Leasehold's migration 3):
- * one row per task, its due time by the database clock (B5). Several instances may share the
+ * one row per task, its due time by the database clock. Several instances may share the
  * table: a due row is claimed by a compare-and-set from PENDING to RUNNING with a claim token of its
  * own, so one instance handles it. While its handler runs, the claim is renewed every third of the
  * claim timeout, so a retry that runs longer than the timeout keeps its row; a row whose claim was

@@ -3,7 +3,7 @@ package dev.leasehold.spring.retry;
 import java.time.Duration;
 
 /**
- * A durable queue of delayed retries (S2.10), the SPI behind {@code @Locked(onBusy =
+ * A durable queue of delayed retries, the SPI behind {@code @Locked(onBusy =
  * RETRY_LATER)}. Leasehold ships one in the SQL database ({@link JdbcRetryQueue}) and one on
  * RabbitMQ ({@link RabbitRetryQueue}); an application may define its own bean.
  *

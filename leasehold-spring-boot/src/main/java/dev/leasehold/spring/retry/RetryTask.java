@@ -9,7 +9,7 @@ import java.util.Objects;
 import java.util.regex.Pattern;
 
 /**
- * One delayed retry of a {@code @Locked(onBusy = RETRY_LATER)} call (S2.10): which bean method to
+ * One delayed retry of a {@code @Locked(onBusy = RETRY_LATER)} call: which bean method to
  * call again, with which arguments, and how often it was tried. Immutable.
  *
  * @param key the de-duplication key, 32 lower-case hex characters (see {@link #keyOf}); the same

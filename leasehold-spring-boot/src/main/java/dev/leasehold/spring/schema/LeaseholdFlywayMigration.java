@@ -34,8 +34,7 @@ public class LeaseholdFlywayMigration implements InitializingBean {
                 .baselineOnMigrate(true)
                 .baselineVersion("0")
                 // Each module numbers its own scripts (1.x, 2.x, 3.x): a module's new script sorts
-                // below versions other modules have already applied, and must still run on upgrade
-                // (LeaseholdFlywayUpgradeTest).
+                // below versions other modules have already applied, and must still run on upgrade.
                 .outOfOrder(true)
                 .failOnMissingLocations(true)
                 .load();

@@ -2,11 +2,11 @@ package dev.leasehold.spring.docs;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.leasehold.spring.Idempotent;
-import dev.leasehold.spring.LeaseholdAutoConfiguration;
-import dev.leasehold.spring.LeaseholdMetricNames;
-import dev.leasehold.spring.LeaseholdObservations;
-import dev.leasehold.spring.Locked;
+import dev.leasehold.spring.LeaseholdAutoConfigurations;
+import dev.leasehold.spring.actuator.LeaseholdMetricNames;
+import dev.leasehold.spring.actuator.LeaseholdObservations;
+import dev.leasehold.spring.lock.Locked;
+import dev.leasehold.spring.web.Idempotent;
 import io.micrometer.core.instrument.Meter;
 import io.micrometer.core.instrument.MeterRegistry;
 import io.micrometer.core.instrument.observation.DefaultMeterObservationHandler;
@@ -52,10 +52,8 @@ class MetricsTableTest {
         ObservationRegistry observations = ObservationRegistry.create();
         observations.observationConfig().observationHandler(new DefaultMeterObservationHandler(meters));
         new ApplicationContextRunner()
-                .withConfiguration(AutoConfigurations.of(
-                        AopAutoConfiguration.class,
-                        DataSourceAutoConfiguration.class,
-                        LeaseholdAutoConfiguration.class))
+                .withConfiguration(AutoConfigurations.of(LeaseholdAutoConfigurations.with(
+                        AopAutoConfiguration.class, DataSourceAutoConfiguration.class)))
                 .withPropertyValues(
                         "spring.datasource.url=jdbc:h2:mem:metrics-table-" + UUID.randomUUID() + ";DB_CLOSE_DELAY=-1",
                         "leasehold.stale-scan.enabled=false")

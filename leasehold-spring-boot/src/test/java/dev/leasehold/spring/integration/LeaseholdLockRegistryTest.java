@@ -6,6 +6,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import dev.leasehold.LockService;
 import dev.leasehold.memory.InMemoryLeaseStore;
 import dev.leasehold.redis.RedisLeaseStore;
+import dev.leasehold.spring.LeaseholdAutoConfigurations;
 import dev.leasehold.testkit.TestServices;
 import io.lettuce.core.RedisClient;
 import java.time.Duration;
@@ -118,8 +119,7 @@ class LeaseholdLockRegistryTest {
     @Test
     void theRegistryIsConfiguredWithSpringIntegrationAndBacksOffWithoutIt() {
         ApplicationContextRunner runner = new ApplicationContextRunner()
-                .withConfiguration(AutoConfigurations.of(
-                        AopAutoConfiguration.class, dev.leasehold.spring.LeaseholdAutoConfiguration.class))
+                .withConfiguration(AutoConfigurations.of(LeaseholdAutoConfigurations.with(AopAutoConfiguration.class)))
                 .withPropertyValues("leasehold.backend=memory", "leasehold.stale-scan.enabled=false");
         runner.run(context -> assertThat(context).hasSingleBean(LeaseholdLockRegistry.class));
         runner.withClassLoader(new FilteredClassLoader("org.springframework.integration"))

@@ -1,6 +1,6 @@
 package dev.leasehold.spring.it;
 
-import dev.leasehold.spring.Locked;
+import dev.leasehold.spring.lock.Locked;
 import java.util.List;
 import java.util.concurrent.CopyOnWriteArrayList;
 import org.springframework.jdbc.core.JdbcTemplate;

@@ -5,7 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import dev.leasehold.LockService;
 import dev.leasehold.idempotency.IdempotentExecutor;
-import dev.leasehold.spring.LeaseholdAutoConfiguration;
+import dev.leasehold.spring.LeaseholdAutoConfigurations;
 import org.junit.jupiter.api.Test;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
 import org.springframework.boot.autoconfigure.aop.AopAutoConfiguration;
@@ -26,17 +26,15 @@ class WithoutMicrometerTest {
                 .as("this test's class path must not hold micrometer-core")
                 .isInstanceOf(ClassNotFoundException.class);
         new ApplicationContextRunner()
-                .withConfiguration(AutoConfigurations.of(
-                        DataSourceAutoConfiguration.class,
-                        AopAutoConfiguration.class,
-                        LeaseholdAutoConfiguration.class))
+                .withConfiguration(AutoConfigurations.of(LeaseholdAutoConfigurations.with(
+                        DataSourceAutoConfiguration.class, AopAutoConfiguration.class)))
                 .withPropertyValues(
                         "spring.datasource.url=jdbc:h2:mem:no-micrometer-" + System.nanoTime() + ";DB_CLOSE_DELAY=-1",
                         "leasehold.stale-scan.enabled=false")
                 .run(context -> {
                     assertThat(context).hasNotFailed();
                     assertThat(context).hasSingleBean(LockService.class).hasSingleBean(IdempotentExecutor.class);
-                    assertThat(context.getBeanNamesForType(Class.forName("dev.leasehold.spring.IdempotencyPurge")))
+                    assertThat(context.getBeanNamesForType(Class.forName("dev.leasehold.spring.web.IdempotencyPurge")))
                             .hasSize(1);
                 });
     }

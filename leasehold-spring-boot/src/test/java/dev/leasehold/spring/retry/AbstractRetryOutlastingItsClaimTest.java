@@ -9,8 +9,8 @@ import dev.leasehold.LockKey;
 import dev.leasehold.LockOwner;
 import dev.leasehold.LockService;
 import dev.leasehold.idempotency.RequestRecords;
-import dev.leasehold.spring.LeaseholdAutoConfiguration;
-import dev.leasehold.spring.Locked;
+import dev.leasehold.spring.LeaseholdAutoConfigurations;
+import dev.leasehold.spring.lock.Locked;
 import dev.leasehold.spring.schema.TestDatabases;
 import java.sql.Connection;
 import java.sql.SQLException;
@@ -210,12 +210,11 @@ abstract class AbstractRetryOutlastingItsClaimTest {
     private ApplicationContextRunner instance(String name) {
         TestDatabases db = database;
         return new ApplicationContextRunner()
-                .withConfiguration(AutoConfigurations.of(
+                .withConfiguration(AutoConfigurations.of(LeaseholdAutoConfigurations.with(
                         DataSourceAutoConfiguration.class,
                         DataSourceTransactionManagerAutoConfiguration.class,
                         TransactionAutoConfiguration.class,
-                        AopAutoConfiguration.class,
-                        LeaseholdAutoConfiguration.class))
+                        AopAutoConfiguration.class)))
                 .withPropertyValues(
                         "test.instance=" + name,
                         "leasehold.jdbc.initialize-schema=always",

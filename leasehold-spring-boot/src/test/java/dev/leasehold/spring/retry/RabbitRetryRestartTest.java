@@ -8,8 +8,8 @@ import dev.leasehold.LeaseOptions;
 import dev.leasehold.LockKey;
 import dev.leasehold.LockOwner;
 import dev.leasehold.LockService;
-import dev.leasehold.spring.LeaseholdAutoConfiguration;
-import dev.leasehold.spring.Locked;
+import dev.leasehold.spring.LeaseholdAutoConfigurations;
+import dev.leasehold.spring.lock.Locked;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -75,10 +75,8 @@ class RabbitRetryRestartTest {
         try (PrivateRabbitNode rabbit = PrivateRabbitNode.start()) {
             CachingConnectionFactory factory = TestRabbit.confirming(rabbit.port());
             new ApplicationContextRunner()
-                    .withConfiguration(AutoConfigurations.of(
-                            DataSourceAutoConfiguration.class,
-                            AopAutoConfiguration.class,
-                            LeaseholdAutoConfiguration.class))
+                    .withConfiguration(AutoConfigurations.of(LeaseholdAutoConfigurations.with(
+                            DataSourceAutoConfiguration.class, AopAutoConfiguration.class)))
                     .withPropertyValues(
                             "spring.datasource.url=jdbc:h2:mem:rabbit-restart-" + UUID.randomUUID()
                                     + ";DB_CLOSE_DELAY=-1",

@@ -1,6 +1,6 @@
 package dev.leasehold.spring.scheduling;
 
-import dev.leasehold.spring.LeaseholdAutoConfiguration;
+import dev.leasehold.spring.LeaseholdAutoConfigurations;
 import dev.leasehold.testkit.TestServices;
 import java.util.UUID;
 import org.springframework.boot.autoconfigure.AutoConfigurations;
@@ -16,7 +16,7 @@ final class TwoInstances {
     static void run(Class<?> bean, TwoContexts test) {
         String prefix = "lh-test-" + UUID.randomUUID() + ":";
         ApplicationContextRunner instance = new ApplicationContextRunner()
-                .withConfiguration(AutoConfigurations.of(AopAutoConfiguration.class, LeaseholdAutoConfiguration.class))
+                .withConfiguration(AutoConfigurations.of(LeaseholdAutoConfigurations.with(AopAutoConfiguration.class)))
                 .withPropertyValues(
                         "leasehold.backend=redis",
                         "leasehold.redis.url=" + TestServices.redis().uri(),

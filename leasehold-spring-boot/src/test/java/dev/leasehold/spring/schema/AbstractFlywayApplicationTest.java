@@ -7,7 +7,7 @@ import dev.leasehold.LockKey;
 import dev.leasehold.LockService;
 import dev.leasehold.idempotency.Claim;
 import dev.leasehold.idempotency.RequestRecords;
-import dev.leasehold.spring.LeaseholdAutoConfiguration;
+import dev.leasehold.spring.LeaseholdAutoConfigurations;
 import java.util.List;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -43,12 +43,11 @@ abstract class AbstractFlywayApplicationTest {
 
     private ApplicationContextRunner application() {
         return new ApplicationContextRunner()
-                .withConfiguration(AutoConfigurations.of(
+                .withConfiguration(AutoConfigurations.of(LeaseholdAutoConfigurations.with(
                         DataSourceAutoConfiguration.class,
                         JdbcTemplateAutoConfiguration.class,
                         FlywayAutoConfiguration.class,
-                        AopAutoConfiguration.class,
-                        LeaseholdAutoConfiguration.class))
+                        AopAutoConfiguration.class)))
                 .withPropertyValues(
                         "spring.datasource.url=" + database.url(),
                         "spring.datasource.username=" + database.user(),

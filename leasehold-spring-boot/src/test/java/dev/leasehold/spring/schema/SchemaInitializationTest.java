@@ -2,7 +2,7 @@ package dev.leasehold.spring.schema;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import dev.leasehold.spring.LeaseholdAutoConfiguration;
+import dev.leasehold.spring.LeaseholdAutoConfigurations;
 import javax.sql.DataSource;
 import org.flywaydb.core.Flyway;
 import org.junit.jupiter.api.Test;
@@ -21,7 +21,7 @@ class SchemaInitializationTest {
     private static ApplicationContextRunner h2() {
         return new ApplicationContextRunner()
                 .withConfiguration(
-                        AutoConfigurations.of(DataSourceAutoConfiguration.class, LeaseholdAutoConfiguration.class))
+                        AutoConfigurations.of(LeaseholdAutoConfigurations.with(DataSourceAutoConfiguration.class)))
                 .withPropertyValues(
                         "spring.datasource.url=jdbc:h2:mem:schema-" + System.nanoTime() + ";DB_CLOSE_DELAY=-1",
                         "leasehold.stale-scan.enabled=false");
@@ -91,7 +91,7 @@ class SchemaInitializationTest {
         try (postgres) {
             new ApplicationContextRunner()
                     .withConfiguration(
-                            AutoConfigurations.of(DataSourceAutoConfiguration.class, LeaseholdAutoConfiguration.class))
+                            AutoConfigurations.of(LeaseholdAutoConfigurations.with(DataSourceAutoConfiguration.class)))
                     .withClassLoader(new FilteredClassLoader(Flyway.class))
                     .withPropertyValues(
                             "spring.datasource.url=" + postgres.url(),

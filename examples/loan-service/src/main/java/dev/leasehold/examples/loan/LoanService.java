@@ -7,7 +7,7 @@ import dev.leasehold.examples.loan.Domain.NoteStatus;
 import dev.leasehold.examples.loan.Domain.NoteView;
 import dev.leasehold.examples.loan.Domain.Receipt;
 import dev.leasehold.examples.loan.Domain.ScheduleLine;
-import dev.leasehold.spring.Locked;
+import dev.leasehold.spring.lock.Locked;
 import java.math.BigDecimal;
 import java.time.LocalDate;
 import java.util.ArrayList;

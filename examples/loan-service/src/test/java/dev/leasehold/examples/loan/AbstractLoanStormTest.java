@@ -8,7 +8,7 @@ import dev.leasehold.LockOwner;
 import dev.leasehold.LockService;
 import dev.leasehold.examples.loan.Domain.Conservation;
 import dev.leasehold.spring.LeaseholdProperties;
-import dev.leasehold.spring.LockModeSwitch;
+import dev.leasehold.spring.lock.LockModeSwitch;
 import java.math.BigDecimal;
 import java.time.LocalDate;
 import java.util.ArrayList;
