@@ -61,6 +61,9 @@ class DocumentedCommandsTest {
             Map.entry(
                     "cd leasehold-bench && java -cp target/classes:$(cat target/cp.txt) dev.leasehold.bench.MultiProcessBench",
                     "the many-process benchmark: minutes of load on quiet machines, measured, never asserted"),
+            Map.entry(
+                    "cd leasehold-bench && java -cp target/classes:$(cat target/cp.txt) dev.leasehold.bench.HeldLeasesBench",
+                    "the held-leases benchmark: minutes of load against a private Redis, measured, never asserted"),
             Map.entry("cd leasehold-bench", "a step of the profiling recipe, run by hand"),
             Map.entry(
                     "java \"-XX:StartFlightRecording=delay=4s,filename=redis.jfr,settings=profile,jdk.ExecutionSample#period=1ms\""
