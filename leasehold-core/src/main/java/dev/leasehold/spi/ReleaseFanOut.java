@@ -57,8 +57,8 @@ public final class ReleaseFanOut {
 
     /**
      * Adds a listener of {@code key}'s notices; opens the key at the server first if it is the
-     * key's first listener. Closing the returned subscription removes the listener (twice does
-     * nothing).
+     * key's first listener. Once the returned subscription is closed (twice does nothing), the
+     * listener is given no further notice.
      */
     public ReleaseSubscription subscribe(String key, Consumer<ReleaseNotice> listener) {
         Objects.requireNonNull(key, "key is missing (null)");
@@ -143,6 +143,7 @@ public final class ReleaseFanOut {
         private final String key;
         private final Consumer<ReleaseNotice> consumer;
         private final Topic topic;
+        private volatile boolean closed;
 
         Listener(String key, Consumer<ReleaseNotice> consumer, Topic topic) {
             this.key = key;
@@ -151,6 +152,9 @@ public final class ReleaseFanOut {
         }
 
         void fire(ReleaseNotice notice) {
+            if (closed) {
+                return; // closed while a notice was on its way
+            }
             try {
                 consumer.accept(notice);
             } catch (RuntimeException e) {
@@ -160,6 +164,7 @@ public final class ReleaseFanOut {
 
         @Override
         public void close() {
+            closed = true;
             Topic current = topic;
             current.lock.lock();
             try {

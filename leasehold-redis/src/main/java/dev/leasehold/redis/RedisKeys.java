@@ -23,6 +23,8 @@ import java.util.List;
  */
 final class RedisKeys {
 
+    private static final String RELEASED = ":released";
+
     private final String prefix;
 
     RedisKeys(String prefix) {
@@ -69,7 +71,12 @@ final class RedisKeys {
     }
 
     String channel(LockKey key) {
-        return lease(key) + ":released";
+        return lease(key) + RELEASED;
+    }
+
+    /** The rendered lock key of a channel named by {@link #channel}. */
+    String renderedOfChannel(String channel) {
+        return rendered(channel.substring(0, channel.length() - RELEASED.length()));
     }
 
     String forceReleaseChannel() {
