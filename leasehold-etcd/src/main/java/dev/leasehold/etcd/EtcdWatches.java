@@ -91,8 +91,8 @@ final class EtcdWatches implements ReleaseFanOut.Server {
     public void open(String topic) {
         KeyWatch opened = topic.equals(FORCE_RELEASES) ? forceReleaseWatch() : keyWatch(LockKey.parse(topic));
         watches.put(topic, opened);
-        opened.open();
         try {
+            opened.open();
             // Returns once etcd confirmed the watch: a release after this is delivered.
             opened.created.get(timeout.toMillis(), TimeUnit.MILLISECONDS);
         } catch (InterruptedException e) {
@@ -103,6 +103,9 @@ final class EtcdWatches implements ReleaseFanOut.Server {
             close(topic);
             throw new LeaseStoreException(
                     "subscribe to releases", topic, e instanceof ExecutionException ? e.getCause() : e);
+        } catch (RuntimeException e) {
+            close(topic);
+            throw e;
         }
     }
 
