@@ -8,24 +8,15 @@ import java.util.Optional;
 
 /**
  * The name of one lockable resource: a namespace, an optional tenant and one or more id parts,
- * rendered once as {@code namespace[:tenant]:id[:id...]} (for example {@code borrow:t42:B20240315001}).
+ * rendered as {@code namespace[:tenant]:id[:id...]}, such as {@code borrow:t42:book20240315}. Every
+ * part is checked when the key is built (present, not blank, no control character, white space,
+ * {@code :} or <code>{ }</code>; at most {@value #MAX_LENGTH} characters rendered); a violation is
+ * an {@link IllegalArgumentException} naming the part.
  *
- * <p>A key is validated when it is built, so a lock can never be taken on an empty or malformed
- * name: every part must be present and non-blank, free of control characters and
- * white space, and free of the reserved characters {@code :} (the separator) and <code>{ }</code>
- * (used by stores for hash tags). The rendered key may be at most {@value #MAX_LENGTH} characters.
- * A violation is an {@link IllegalArgumentException} that names the offending part.
- *
- * <p>One id part may be named the key's hash tag ({@link #withHashTag}), rendered in braces: {@code
- * LockKey.ofTenant("loan", "t42", "B7", "L1").withHashTag(0)} is {@code loan:t42:{B7}:L1}. A store
- * that shards by key (Redis Cluster) puts every key with the same tag on one shard, so a batch of
- * them (a borrower's loans, say) is taken there in one atomic step. The tag is part of the
- * identity: {@code loan:t42:{B7}:L1} and {@code loan:t42:B7:L1} are two different locks, so a
- * resource must always be named the same way.
- *
- * <p>Identity is the rendered string: two keys that render alike are the same lock. Keys order by
- * their rendered form, which is the order in which batches are locked. Instances are immutable and
- * thread-safe.
+ * <p>One id part may be the key's hash tag ({@link #withHashTag}), rendered in braces ({@code
+ * loan:t42:{acct7}:l1}): a store that shards by key keeps keys with one tag on one shard, so a batch
+ * of them is one atomic step there. Identity and order are the rendered string, tag included.
+ * Immutable and thread-safe.
  */
 public final class LockKey implements Comparable<LockKey> {
 

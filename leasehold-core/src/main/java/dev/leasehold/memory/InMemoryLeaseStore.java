@@ -7,6 +7,7 @@ import dev.leasehold.spi.AcquireResult;
 import dev.leasehold.spi.Grant;
 import dev.leasehold.spi.LeaseStore;
 import dev.leasehold.spi.OwnerTokens;
+import dev.leasehold.spi.ReleaseFanOut;
 import dev.leasehold.spi.ReleaseNotice;
 import dev.leasehold.spi.ReleaseSubscription;
 import java.time.Clock;
@@ -14,7 +15,6 @@ import java.time.Duration;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import java.util.function.Consumer;
@@ -26,7 +26,8 @@ import java.util.function.Consumer;
  * <p>Its clock is its own {@link Ticker} (expiry) and {@link Clock} (reported expiry instants), so
  * tests can move store time independently of the engine's. Fences come from one counter shared by
  * all keys, which makes them strictly increasing per key without keeping a counter for every key
- * ever locked. Releases are pushed to subscribers. Thread-safe.
+ * ever locked. Releases are pushed to subscribers
+ * through a {@link ReleaseFanOut}; a subscriber that throws is logged. Thread-safe.
  */
 public final class InMemoryLeaseStore implements LeaseStore {
 
@@ -34,8 +35,10 @@ public final class InMemoryLeaseStore implements LeaseStore {
     private final Clock clock;
     private final AtomicLong fences = new AtomicLong();
     private final ConcurrentHashMap<String, Entry> leases = new ConcurrentHashMap<>();
-    private final ConcurrentHashMap<String, CopyOnWriteArrayList<Subscription>> subscribers = new ConcurrentHashMap<>();
-    private final CopyOnWriteArrayList<Subscription> forceSubscribers = new CopyOnWriteArrayList<>();
+    private final ReleaseFanOut releases = new ReleaseFanOut();
+    private final ReleaseFanOut forceReleases = new ReleaseFanOut();
+
+    private static final String FORCE_RELEASES = "";
 
     private record Entry(String owner, long fence, long expiresAtNanos) {}
 
@@ -108,7 +111,7 @@ public final class InMemoryLeaseStore implements LeaseStore {
             return null;
         });
         if (released[0] != 0) {
-            notifySubscribers(new ReleaseNotice(key.render(), released[0], false));
+            releases.publish(new ReleaseNotice(key.render(), released[0], false));
         }
         return released[0] != 0;
     }
@@ -146,8 +149,8 @@ public final class InMemoryLeaseStore implements LeaseStore {
         Entry removed = leases.remove(key.render());
         boolean live = removed != null && !expired(removed, ticker.nanos());
         ReleaseNotice notice = new ReleaseNotice(key.render(), live ? removed.fence() : 0, true);
-        notifySubscribers(notice);
-        forceSubscribers.forEach(s -> s.onRelease.accept(notice));
+        releases.publish(notice);
+        forceReleases.publish(FORCE_RELEASES, notice);
         return live;
     }
 
@@ -159,32 +162,17 @@ public final class InMemoryLeaseStore implements LeaseStore {
     @Override
     public ReleaseSubscription subscribe(LockKey key, Consumer<ReleaseNotice> onRelease) {
         Objects.requireNonNull(key, "key is missing (null)");
-        Subscription subscription = new Subscription(key.render(), Objects.requireNonNull(onRelease, "onRelease"));
-        subscribers.compute(key.render(), (k, list) -> {
-            CopyOnWriteArrayList<Subscription> l = list != null ? list : new CopyOnWriteArrayList<>();
-            l.add(subscription);
-            return l;
-        });
-        return subscription;
+        return releases.subscribe(key.render(), onRelease);
     }
 
     @Override
     public ReleaseSubscription subscribeForceReleases(Consumer<ReleaseNotice> onForceRelease) {
-        Subscription subscription = new Subscription(null, Objects.requireNonNull(onForceRelease, "onForceRelease"));
-        forceSubscribers.add(subscription);
-        return subscription;
+        return forceReleases.subscribe(FORCE_RELEASES, onForceRelease);
     }
 
     @Override
     public String name() {
         return "memory";
-    }
-
-    private void notifySubscribers(ReleaseNotice notice) {
-        CopyOnWriteArrayList<Subscription> list = subscribers.get(notice.key());
-        if (list != null) {
-            list.forEach(s -> s.onRelease.accept(notice));
-        }
     }
 
     private Grant grant(Entry entry, long now) {
@@ -207,27 +195,5 @@ public final class InMemoryLeaseStore implements LeaseStore {
             throw new IllegalArgumentException("leaseFor must be > 0, was " + leaseFor);
         }
         return leaseFor.toNanos();
-    }
-
-    private final class Subscription implements ReleaseSubscription {
-        private final String key; // null: a force-release subscription
-        private final Consumer<ReleaseNotice> onRelease;
-
-        Subscription(String key, Consumer<ReleaseNotice> onRelease) {
-            this.key = key;
-            this.onRelease = onRelease;
-        }
-
-        @Override
-        public void close() {
-            if (key == null) {
-                forceSubscribers.remove(this);
-                return;
-            }
-            subscribers.computeIfPresent(key, (k, list) -> {
-                list.remove(this);
-                return list.isEmpty() ? null : list;
-            });
-        }
     }
 }

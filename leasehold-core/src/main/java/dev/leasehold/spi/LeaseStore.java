@@ -11,26 +11,23 @@ import java.util.Optional;
 import java.util.function.Consumer;
 
 /**
- * The backend SPI: where leases live. Every operation is ONE atomic operation against the backend
- * (a Lua script, a single SQL statement, a map compute), so no interleaving of two callers can see
- * or leave a half-applied state. Everything above it (waiting, re-entry, renewal, batches, events)
- * is written once, in the engine.
+ * The backend SPI: where leases live. Waiting, re-entry, renewal scheduling, batches and events are
+ * written once, in the engine above it.
  *
- * <p>Rules every implementation follows, checked by the conformance suite in
- * {@code leasehold-testkit}:
+ * <p>One atomic step each (a Lua script, one SQL statement or transaction, an etcd transaction, a
+ * map compute), so no caller sees a half-applied state: {@link #tryAcquire} in both forms
+ * (including taking or keeping a waiter's place), {@link #renew}, {@link #release} (including
+ * the hand-off to the next waiter), {@link #forceRelease}, {@link #inspect} and {@link
+ * #leaveQueue}. Not atomic: {@link #tryAcquireAll} beyond what a store takes in one step (it is
+ * all or nothing by releasing what it took), and {@link #list}, a snapshot key by key.
  *
- * <ol>
- *   <li>Expiry is decided by the store's clock only, never a JVM clock (B5).
- *   <li>A key has at most one owner at a time. A grant to a new owner carries a fence strictly
- *       greater than every fence granted before for that key, also after expiry and force-release
- *       (B1). The same owner acquiring again keeps its fence and extends the lease.
- *   <li>Renew and release act only if the caller's owner token is the current owner (S1.2, S2.2): a
- *       stranger's token changes nothing.
- *   <li>Failures throw {@link dev.leasehold.LeaseStoreException} naming the key. Bad arguments throw
- *       {@link IllegalArgumentException} or {@link NullPointerException} before anything is sent.
- * </ol>
- *
- * <p>Implementations are thread-safe.
+ * <p>Every implementation passes the conformance suite in {@code leasehold-testkit}: expiry is
+ * decided by the store's clock only; a key has at most one owner; a grant to a new owner carries a
+ * fence greater than every fence granted before for the key, also after expiry and
+ * force-release; renew and release act only for the current owner's token. Failures throw {@link
+ * dev.leasehold.LeaseStoreException} naming the key; bad arguments throw {@link
+ * IllegalArgumentException} or {@link NullPointerException} before anything is sent.
+ * Implementations are thread-safe.
  */
 public interface LeaseStore extends AutoCloseable {
 
@@ -206,7 +203,7 @@ public interface LeaseStore extends AutoCloseable {
 
     /**
      * The unexpired leases whose keys start with {@code namespace + ":"}, at most {@code limit} of
-     * them, for operators (S2.15). Not atomic across keys: a snapshot.
+     * them, for operators. Not atomic across keys: a snapshot.
      *
      * @throws UnsupportedOperationException if the store cannot list
      */

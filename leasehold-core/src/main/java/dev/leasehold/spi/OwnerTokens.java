@@ -3,12 +3,8 @@ package dev.leasehold.spi;
 /**
  * The rule for owner tokens that every store applies before it sends anything: present, not blank,
  * at most {@value #MAX_LENGTH} characters, no control character (U+0000 to U+001F, U+007F to
- * U+009F) and no unpaired surrogate. A token is then stored and compared exactly as given, the same
- * on every backend: a control character is refused by some databases (PostgreSQL rejects U+0000),
- * and an unpaired surrogate becomes {@code ?} in UTF-8, so two tokens would meet as one.
- *
- * <p>Tests: {@code LeaseStoreConformance#ownerTokenWithAControlCharacterIsBadInputNeverAStoreFailure}
- * (on stores that call this) and {@code OwnerTokensTest}.
+ * U+009F) and no unpaired surrogate, so that a token is stored and compared exactly as given on
+ * every backend.
  */
 public final class OwnerTokens {
 

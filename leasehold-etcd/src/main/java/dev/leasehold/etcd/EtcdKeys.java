@@ -5,21 +5,10 @@ import io.etcd.jetcd.ByteSequence;
 import java.nio.charset.StandardCharsets;
 
 /**
- * Names the etcd keys of one lock. The rendered lock key sits between braces, which {@link LockKey}
- * forbids in its parts, so every etcd key that starts with {@code prefix{rendered}} belongs to that
- * one lock, and a prefix watch on it sees exactly its lease and its force-release marker:
- *
- * <pre>
- * {prefix}{borrow:t42:B1}          the lease: value = owner token, bound to an etcd lease
- * {prefix}{borrow:t42:B1}forced    marker put in the force-release transaction (value = fence)
- * {prefix}forced/borrow:t42:B1     the same marker under one prefix for store-wide subscribers
- * {prefix}settled/{lease id, hex}  put when a transaction binding a key to that etcd lease gave
- *                                  no answer; that transaction requires it absent, so it can no
- *                                  longer apply once the marker is there
- * </pre>
- *
- * Force markers live on a short etcd lease of their own, settle markers on the lease they name,
- * and both vanish by themselves.
+ * Names the etcd keys of one lock: the lease, its force-release marker (also under one store-wide
+ * prefix) and the settle marker of an etcd lease. The rendered key sits between braces, which
+ * {@link LockKey} forbids in its parts, so a prefix watch on {@code prefix{rendered}} sees exactly
+ * the lock's own keys. The layout is in {@code docs/design/etcd.md}.
  */
 final class EtcdKeys {
 

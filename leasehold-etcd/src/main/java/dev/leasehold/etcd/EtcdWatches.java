@@ -2,6 +2,7 @@ package dev.leasehold.etcd;
 
 import dev.leasehold.LeaseStoreException;
 import dev.leasehold.LockKey;
+import dev.leasehold.spi.ReleaseFanOut;
 import dev.leasehold.spi.ReleaseNotice;
 import dev.leasehold.spi.ReleaseSubscription;
 import io.etcd.jetcd.ByteSequence;
@@ -17,7 +18,6 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
@@ -31,19 +31,24 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The release notices of one {@link EtcdLeaseStore}: etcd watches that outlive the member they run
- * on. A key's watch sees a deletion of its lease (release, force-release or expiry) with the fence
- * of the ended grant, forced when the key's force marker was put in the same revision; the
- * store-wide watch sees every force marker. Thread-safe; callbacks run on jetcd's threads, and one
- * that throws is logged.
+ * on, one per key however many subscribers in this JVM wait on it (through a {@link
+ * ReleaseFanOut}). A key's watch sees a deletion of its lease (release, force-release or expiry)
+ * with the fence of the ended grant, forced when the key's force marker was put in the same
+ * revision; the store-wide watch sees every force marker. Thread-safe; callbacks run on jetcd's
+ * threads.
  */
-final class EtcdWatches {
+final class EtcdWatches implements ReleaseFanOut.Server {
 
     private static final Logger log = LoggerFactory.getLogger(EtcdWatches.class);
+
+    /** The topic of the store-wide force-release watch; no rendered key looks like it (no colon). */
+    private static final String FORCE_RELEASES = "(force-releases)";
 
     private final Watch watch;
     private final EtcdKeys keys;
     private final Duration timeout;
-    private final Set<Subscription> subscriptions = ConcurrentHashMap.newKeySet();
+    private final ReleaseFanOut fanOut = new ReleaseFanOut(this);
+    private final Map<String, KeyWatch> watches = new ConcurrentHashMap<>();
     private final AtomicBoolean closed = new AtomicBoolean();
 
     EtcdWatches(Watch watch, EtcdKeys keys, Duration timeout) {
@@ -59,6 +64,61 @@ final class EtcdWatches {
      * @throws IllegalStateException if the store is closed
      */
     ReleaseSubscription subscribe(LockKey key, Consumer<ReleaseNotice> onRelease) {
+        return subscribe(key.render(), onRelease);
+    }
+
+    /** Every force-release of the store's keys, from the store-wide markers; as {@link #subscribe}. */
+    ReleaseSubscription subscribeForceReleases(Consumer<ReleaseNotice> onForceRelease) {
+        return subscribe(FORCE_RELEASES, onForceRelease);
+    }
+
+    /** Closes every watch; later subscriptions are refused. */
+    void close() {
+        if (closed.compareAndSet(false, true)) {
+            fanOut.closeAll();
+        }
+    }
+
+    private ReleaseSubscription subscribe(String topic, Consumer<ReleaseNotice> onRelease) {
+        if (closed.get()) {
+            throw new IllegalStateException("the etcd lease store is closed");
+        }
+        return fanOut.subscribe(topic, onRelease);
+    }
+
+    /** A topic's first subscriber: opens its watch and returns once etcd confirmed it. */
+    @Override
+    public void open(String topic) {
+        KeyWatch opened = topic.equals(FORCE_RELEASES) ? forceReleaseWatch() : keyWatch(LockKey.parse(topic));
+        watches.put(topic, opened);
+        try {
+            opened.open();
+            // Returns once etcd confirmed the watch: a release after this is delivered.
+            opened.created.get(timeout.toMillis(), TimeUnit.MILLISECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            close(topic);
+            throw new LeaseStoreException("subscribe to releases", topic, e);
+        } catch (ExecutionException | TimeoutException e) {
+            close(topic);
+            throw new LeaseStoreException(
+                    "subscribe to releases", topic, e instanceof ExecutionException ? e.getCause() : e);
+        } catch (RuntimeException e) {
+            close(topic);
+            throw e;
+        }
+    }
+
+    /** A topic's last subscriber left. */
+    @Override
+    public void close(String topic) {
+        KeyWatch ended = watches.remove(topic);
+        if (ended != null) {
+            ended.close();
+        }
+    }
+
+    private KeyWatch keyWatch(LockKey key) {
         ByteSequence leaseKey = keys.lease(key);
         ByteSequence markerKey = keys.keyMarker(key);
         String rendered = key.render();
@@ -69,17 +129,15 @@ final class EtcdWatches {
                 .withRequireLeader(true)
                 .withRevision(revision)
                 .build();
-        return watch(
+        return new KeyWatch(
                 rendered,
                 leaseKey,
                 options,
                 response -> keyNotices(rendered, leaseKey, markerKey, response),
-                onRelease,
                 new ReleaseNotice(rendered, 0, false));
     }
 
-    /** Every force-release of the store's keys, from the store-wide markers; as {@link #subscribe}. */
-    ReleaseSubscription subscribeForceReleases(Consumer<ReleaseNotice> onForceRelease) {
+    private KeyWatch forceReleaseWatch() {
         Function<Long, WatchOption> options = revision -> WatchOption.builder()
                 .isPrefix(true)
                 .withNoDelete(true)
@@ -87,14 +145,7 @@ final class EtcdWatches {
                 .withRequireLeader(true)
                 .withRevision(revision)
                 .build();
-        return watch("(force-releases)", keys.storeMarkerPrefix(), options, this::forceNotices, onForceRelease, null);
-    }
-
-    /** Closes every watch; later subscriptions are refused. */
-    void close() {
-        if (closed.compareAndSet(false, true)) {
-            List.copyOf(subscriptions).forEach(Subscription::close);
-        }
+        return new KeyWatch(FORCE_RELEASES, keys.storeMarkerPrefix(), options, this::forceNotices, null);
     }
 
     private static List<ReleaseNotice> keyNotices(
@@ -146,34 +197,6 @@ final class EtcdWatches {
         }
     }
 
-    private ReleaseSubscription watch(
-            String what,
-            ByteSequence from,
-            Function<Long, WatchOption> options,
-            Function<WatchResponse, List<ReleaseNotice>> decoder,
-            Consumer<ReleaseNotice> onRelease,
-            ReleaseNotice onGap) {
-        if (closed.get()) {
-            throw new IllegalStateException("the etcd lease store is closed");
-        }
-        Subscription subscription = new Subscription(what, from, options, decoder, onRelease, onGap);
-        subscriptions.add(subscription);
-        subscription.open();
-        try {
-            // Returns once etcd confirmed the watch: a release after this is delivered.
-            subscription.created.get(timeout.toMillis(), TimeUnit.MILLISECONDS);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            subscription.close();
-            throw new LeaseStoreException("subscribe to releases", what, e);
-        } catch (ExecutionException | TimeoutException e) {
-            subscription.close();
-            throw new LeaseStoreException(
-                    "subscribe to releases", what, e instanceof ExecutionException ? e.getCause() : e);
-        }
-        return subscription;
-    }
-
     private static void closeQuietly(Watch.Watcher watcher) {
         try {
             watcher.close();
@@ -189,12 +212,11 @@ final class EtcdWatches {
      * watch starts from now and {@code onGap} (a notice with fence 0, when there is one) wakes the
      * waiters, who then try the key themselves.
      */
-    private final class Subscription implements ReleaseSubscription {
+    private final class KeyWatch {
         final String what;
         final ByteSequence from;
         final Function<Long, WatchOption> options;
         final Function<WatchResponse, List<ReleaseNotice>> decoder;
-        final Consumer<ReleaseNotice> onRelease;
         final ReleaseNotice onGap;
         final CompletableFuture<Void> created = new CompletableFuture<>();
         final AtomicBoolean ended = new AtomicBoolean();
@@ -202,18 +224,16 @@ final class EtcdWatches {
         private int failures; // guarded by this
         private Watch.Watcher watcher; // guarded by this
 
-        Subscription(
+        KeyWatch(
                 String what,
                 ByteSequence from,
                 Function<Long, WatchOption> options,
                 Function<WatchResponse, List<ReleaseNotice>> decoder,
-                Consumer<ReleaseNotice> onRelease,
                 ReleaseNotice onGap) {
             this.what = what;
             this.from = from;
             this.options = options;
             this.decoder = decoder;
-            this.onRelease = onRelease;
             this.onGap = onGap;
         }
 
@@ -276,17 +296,11 @@ final class EtcdWatches {
         }
 
         private void fire(ReleaseNotice notice) {
-            try {
-                onRelease.accept(notice);
-            } catch (RuntimeException e) {
-                log.warn("a release callback for {} failed", what, e);
-            }
+            fanOut.publish(what, notice);
         }
 
-        @Override
-        public void close() {
+        void close() {
             if (ended.compareAndSet(false, true)) {
-                subscriptions.remove(this);
                 synchronized (this) {
                     if (watcher != null) {
                         closeQuietly(watcher);

@@ -1,6 +1,7 @@
 package dev.leasehold.jdbc;
 
 import dev.leasehold.LeaseStoreException;
+import dev.leasehold.spi.ReleaseFanOut;
 import dev.leasehold.spi.ReleaseNotice;
 import dev.leasehold.spi.ReleaseSubscription;
 import java.sql.Connection;
@@ -39,6 +40,7 @@ final class PolledReleaseWatcher extends FeedThread implements ReleaseFeed {
     static final String FORCED = "(force-released)";
 
     private static final Logger log = LoggerFactory.getLogger(PolledReleaseWatcher.class);
+    private static final String FORCE_RELEASES = "(force-releases)";
     private static final int KEYS_PER_STATEMENT = 200;
     private static final long FORCE_SCAN_NANOS = TimeUnit.MILLISECONDS.toNanos(200);
     private static final long FORCE_OVERLAP_MS = 2_000;
@@ -46,7 +48,23 @@ final class PolledReleaseWatcher extends FeedThread implements ReleaseFeed {
     private final DataSource dataSource;
     private final SqlDialect dialect;
     private final long intervalNanos;
-    private final ReleaseSubscribers subscribers = new ReleaseSubscribers();
+    private final ReleaseFanOut releases = new ReleaseFanOut(new ReleaseFanOut.Server() {
+        @Override
+        public void open(String key) {
+            try {
+                // The state a later release is compared with: read before the first subscriber returns.
+                lastSeen.put(key, read(List.of(key)).getOrDefault(key, FREE));
+            } catch (SQLException e) {
+                throw failure("subscribe to releases", key, e);
+            }
+        }
+
+        @Override
+        public void close(String key) {
+            lastSeen.remove(key);
+        }
+    });
+    private final ReleaseFanOut forceReleases = new ReleaseFanOut();
     private final Map<String, State> lastSeen = new ConcurrentHashMap<>();
     private final Map<String, Long> recentForced = Collections.synchronizedMap(new LinkedHashMap<>());
     private volatile long forceScanFromMs = -1;
@@ -66,16 +84,7 @@ final class PolledReleaseWatcher extends FeedThread implements ReleaseFeed {
 
     @Override
     public ReleaseSubscription subscribe(String key, Consumer<ReleaseNotice> onRelease) {
-        ReleaseSubscription subscription = subscribers.add(key, onRelease);
-        if (!lastSeen.containsKey(key)) {
-            try {
-                // The state a later release is compared with: read before returning.
-                lastSeen.putIfAbsent(key, read(List.of(key)).getOrDefault(key, FREE));
-            } catch (SQLException e) {
-                subscription.close();
-                throw failure("subscribe to releases", key, e);
-            }
-        }
+        ReleaseSubscription subscription = releases.subscribe(key, onRelease);
         start();
         return subscription;
     }
@@ -88,9 +97,9 @@ final class PolledReleaseWatcher extends FeedThread implements ReleaseFeed {
                 forceScanFromMs = databaseNow();
             }
         } catch (SQLException e) {
-            throw failure("subscribe to releases", "(force-releases)", e);
+            throw failure("subscribe to releases", FORCE_RELEASES, e);
         }
-        subscription = subscribers.addForceReleases(onForceRelease);
+        subscription = forceReleases.subscribe(FORCE_RELEASES, onForceRelease);
         start();
         return subscription;
     }
@@ -115,7 +124,7 @@ final class PolledReleaseWatcher extends FeedThread implements ReleaseFeed {
             long pause = intervalNanos;
             try {
                 pause = Math.min(pause, tick());
-                if (subscribers.watchesForceReleases() && System.nanoTime() - nextForceScan >= 0) {
+                if (!forceReleases.isEmpty() && System.nanoTime() - nextForceScan >= 0) {
                     scanForceReleases();
                     nextForceScan = System.nanoTime() + FORCE_SCAN_NANOS;
                 }
@@ -137,15 +146,14 @@ final class PolledReleaseWatcher extends FeedThread implements ReleaseFeed {
 
     /** Reads every watched key, announces the grants that ended; returns the nanos to the next expiry. */
     private long tick() throws SQLException {
-        List<String> keys = new ArrayList<>(subscribers.keys());
-        lastSeen.keySet().retainAll(keys);
+        List<String> keys = new ArrayList<>(releases.keys());
         long untilExpiry = Long.MAX_VALUE;
         for (int from = 0; from < keys.size(); from += KEYS_PER_STATEMENT) {
             List<String> batch = keys.subList(from, Math.min(keys.size(), from + KEYS_PER_STATEMENT));
             Map<String, State> now = read(batch);
             for (String key : batch) {
                 State current = now.getOrDefault(key, FREE);
-                State before = lastSeen.put(key, current);
+                State before = lastSeen.replace(key, current); // absent while a first subscriber reads it
                 if (before != null) {
                     announce(key, before, current, forcedNow.contains(key));
                 }
@@ -168,7 +176,7 @@ final class PolledReleaseWatcher extends FeedThread implements ReleaseFeed {
             notice = new ReleaseNotice(key, current.fence(), forced);
         }
         if (notice != null) {
-            subscribers.toKey(notice);
+            releases.publish(notice);
         }
     }
 
@@ -236,7 +244,7 @@ final class PolledReleaseWatcher extends FeedThread implements ReleaseFeed {
                         long fence = row.getLong(3);
                         String seen = key + "\u0000" + fence;
                         if (recentForced.putIfAbsent(seen, now) == null) {
-                            subscribers.toForceReleaseSubscribers(new ReleaseNotice(key, fence, true));
+                            forceReleases.publish(FORCE_RELEASES, new ReleaseNotice(key, fence, true));
                         }
                     }
                 }
@@ -270,7 +278,8 @@ final class PolledReleaseWatcher extends FeedThread implements ReleaseFeed {
     @Override
     public void close() {
         stop();
-        subscribers.clear();
+        releases.closeAll();
+        forceReleases.closeAll();
         lastSeen.clear();
     }
 }

@@ -1,6 +1,7 @@
 package dev.leasehold.jdbc;
 
 import dev.leasehold.LeaseStoreException;
+import dev.leasehold.spi.ReleaseFanOut;
 import dev.leasehold.spi.ReleaseNotice;
 import dev.leasehold.spi.ReleaseSubscription;
 import java.sql.Connection;
@@ -30,10 +31,12 @@ final class PostgresReleaseListener extends FeedThread implements ReleaseFeed {
 
     private static final Logger log = LoggerFactory.getLogger(PostgresReleaseListener.class);
     private static final int WAIT_MILLIS = 100;
+    private static final String FORCE_RELEASES = "(force-releases)";
     private static final Duration SUBSCRIBE_TIMEOUT = Duration.ofSeconds(10);
 
     private final DataSource dataSource;
-    private final ReleaseSubscribers subscribers = new ReleaseSubscribers();
+    private final ReleaseFanOut releases = new ReleaseFanOut();
+    private final ReleaseFanOut forceReleases = new ReleaseFanOut();
     private boolean listening; // guarded by lock
     private SQLException lastFailure; // guarded by lock
 
@@ -46,15 +49,15 @@ final class PostgresReleaseListener extends FeedThread implements ReleaseFeed {
 
     @Override
     public ReleaseSubscription subscribe(String key, Consumer<ReleaseNotice> onRelease) {
-        ReleaseSubscription subscription = subscribers.add(key, onRelease);
+        ReleaseSubscription subscription = releases.subscribe(key, onRelease);
         awaitListening(subscription, key);
         return subscription;
     }
 
     @Override
     public ReleaseSubscription subscribeForceReleases(Consumer<ReleaseNotice> onForceRelease) {
-        ReleaseSubscription subscription = subscribers.addForceReleases(onForceRelease);
-        awaitListening(subscription, "(force-releases)");
+        ReleaseSubscription subscription = forceReleases.subscribe(FORCE_RELEASES, onForceRelease);
+        awaitListening(subscription, FORCE_RELEASES);
         return subscription;
     }
 
@@ -106,7 +109,7 @@ final class PostgresReleaseListener extends FeedThread implements ReleaseFeed {
                 backOffMillis = 50;
                 if (reconnected) {
                     // Releases while the connection was down were not seen: let every waiter look.
-                    subscribers.keys().forEach(key -> subscribers.toKey(new ReleaseNotice(key, 0, false)));
+                    releases.keys().forEach(key -> releases.publish(new ReleaseNotice(key, 0, false)));
                 }
                 while (!closed) {
                     PGNotification[] received = notifications.getNotifications(WAIT_MILLIS);
@@ -165,9 +168,9 @@ final class PostgresReleaseListener extends FeedThread implements ReleaseFeed {
         }
         String key = payload.substring(second + 1);
         ReleaseNotice notice = new ReleaseNotice(key, fence, forced);
-        subscribers.toKey(notice);
+        releases.publish(notice);
         if (forced) {
-            subscribers.toForceReleaseSubscribers(notice);
+            forceReleases.publish(FORCE_RELEASES, notice);
         }
     }
 
@@ -205,6 +208,7 @@ final class PostgresReleaseListener extends FeedThread implements ReleaseFeed {
     @Override
     public void close() {
         stop();
-        subscribers.clear();
+        releases.closeAll();
+        forceReleases.closeAll();
     }
 }

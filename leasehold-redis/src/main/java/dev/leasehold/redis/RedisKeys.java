@@ -4,24 +4,14 @@ import dev.leasehold.LockKey;
 import java.util.List;
 
 /**
- * Names the Redis keys and channel of one lock. All three carry one hash tag, so in a cluster they
- * live in one slot and a script can touch them together. The tag is the rendered lock key, or the
- * key's own {@linkplain LockKey#hashTag() hash tag} when it names one, so that keys with one tag
- * share a slot and a batch of them is one script:
- *
- * <pre>
- * {prefix}{borrow:t42:B1}                lease hash {owner, fence}, with the lease's TTL
- * {prefix}{borrow:t42:B1}:fence          fence counter, kept until the clock is fenceCounterTtl past its fence
- * {prefix}{borrow:t42:B1}:released       pub/sub channel for wake-ups
- * {prefix}{B7}{loan:t42:{B7}:L1}         the same three for a key with hash tag B7 (":fence", ":released")
- * {prefix}force-released                 pub/sub channel of every force-release, for holders anywhere
- * </pre>
- *
- * {@link LockKey} forbids braces in its parts and the prefix has none, so the first braces hold
- * exactly the tag; a tagged key's rendered form has braces and sits in a second pair, which
- * Redis ignores for hashing.
+ * Names the Redis keys and channels of one lock. All carry one hash tag (the rendered key, or the
+ * key's own {@linkplain LockKey#hashTag() hash tag}), so on a cluster they share a slot and one
+ * script touches them together. {@link LockKey} forbids braces in its parts, so the first braces
+ * hold exactly the tag. The layout is in {@code docs/design/redis.md}.
  */
 final class RedisKeys {
+
+    private static final String RELEASED = ":released";
 
     private final String prefix;
 
@@ -69,7 +59,12 @@ final class RedisKeys {
     }
 
     String channel(LockKey key) {
-        return lease(key) + ":released";
+        return lease(key) + RELEASED;
+    }
+
+    /** The rendered lock key of a channel named by {@link #channel}. */
+    String renderedOfChannel(String channel) {
+        return rendered(channel.substring(0, channel.length() - RELEASED.length()));
     }
 
     String forceReleaseChannel() {

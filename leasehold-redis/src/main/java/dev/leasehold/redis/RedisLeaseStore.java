@@ -2,8 +2,6 @@ package dev.leasehold.redis;
 
 import static dev.leasehold.redis.RedisReplies.acquireResult;
 import static dev.leasehold.redis.RedisReplies.asLong;
-import static dev.leasehold.redis.RedisReplies.grant;
-import static dev.leasehold.redis.RedisReplies.instant;
 
 import dev.leasehold.LeaseInfo;
 import dev.leasehold.LeaseStoreException;
@@ -17,10 +15,8 @@ import dev.leasehold.spi.OwnerTokens;
 import dev.leasehold.spi.ReleaseNotice;
 import dev.leasehold.spi.ReleaseSubscription;
 import dev.leasehold.spi.Renewal;
+import dev.leasehold.spi.WaiterPolicy;
 import io.lettuce.core.RedisClient;
-import io.lettuce.core.RedisException;
-import io.lettuce.core.ScanArgs;
-import io.lettuce.core.ScanIterator;
 import io.lettuce.core.ScriptOutputType;
 import io.lettuce.core.api.StatefulConnection;
 import io.lettuce.core.api.StatefulRedisConnection;
@@ -29,12 +25,9 @@ import io.lettuce.core.cluster.api.StatefulRedisClusterConnection;
 import io.lettuce.core.cluster.api.async.RedisClusterAsyncCommands;
 import io.lettuce.core.cluster.api.sync.RedisClusterCommands;
 import java.time.Duration;
-import java.time.Instant;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
-import java.util.TreeSet;
 import java.util.concurrent.CompletionStage;
 import java.util.function.Consumer;
 import java.util.function.Supplier;
@@ -44,17 +37,12 @@ import java.util.regex.Pattern;
  * A {@link LeaseStore} on Redis through Lettuce: standalone, Sentinel (a {@link RedisClient} with a
  * sentinel URI) or Cluster (a {@link RedisClusterClient}).
  *
- * <p>Every operation is one Lua script, one round trip, atomic on the server; expiry is the
- * server's ({@code PX}). Fences strictly increase per key, also after Redis comes back with an
- * older fence counter or none, as long as the server's clock does not go back. Waiters of several
- * processes queue in Redis once they have waited longer than {@link Builder#bargingBound} (or at
- * once in the {@linkplain Builder#fairQueue fair mode}), and a release hands the key to the first
- * of them. Leases are not kept by a failover unless {@link Builder#replicaAcknowledgement} says
- * so. The protocol is described in {@code docs/design/redis.md}.
- *
- * <p>Thread-safe; the command connection is shared and pipelines concurrent calls. Lettuce's
- * command timeout (from the {@code RedisURI}) bounds every call; a failure or timeout is a {@link
- * LeaseStoreException} naming the key.
+ * <p>Every operation is one Lua script, atomic on the server; expiry is the server's. Fences
+ * strictly increase per key while the server's clock does not go back. Waiters of several
+ * processes queue in Redis by the {@link WaiterPolicy} of {@link Builder#bargingBound} or {@link
+ * Builder#fairQueue}; leases survive a failover only with {@link Builder#replicaAcknowledgement}.
+ * The protocol is in {@code docs/design/redis.md}. Thread-safe; Lettuce's command timeout bounds
+ * every call, and a failure is a {@link LeaseStoreException} naming the key.
  */
 public final class RedisLeaseStore implements LeaseStore {
 
@@ -63,9 +51,7 @@ public final class RedisLeaseStore implements LeaseStore {
     /** How long a fence counter stays past its key's last fence unless the builder says otherwise. */
     public static final Duration DEFAULT_FENCE_COUNTER_TTL = Duration.ofSeconds(60);
 
-    private static final Script RENEW = Script.load("renew");
     private static final Script FORCE_RELEASE = Script.load("force-release");
-    private static final Script INSPECT = Script.load("inspect");
 
     /** How long a waiter barges before it takes a place in the key's queue, unless the builder says otherwise. */
     public static final Duration DEFAULT_BARGING_BOUND = Duration.ofMillis(50);
@@ -86,6 +72,7 @@ public final class RedisLeaseStore implements LeaseStore {
     private final boolean sharded;
     private final String publish;
     private final RedisNotices notices;
+    private final RedisReads reads;
 
     private RedisLeaseStore(Builder builder, RedisConnector.Opened opened) {
         this.connection = opened.connection();
@@ -103,27 +90,26 @@ public final class RedisLeaseStore implements LeaseStore {
         this.name = builder.connector.name();
         this.sharded = opened.sharded();
         this.publish = sharded ? "SPUBLISH" : "PUBLISH";
-        this.queue = builder.fairQueueTtl == null
-                ? new RedisWaiterQueue(
-                        builder.keyPrefix,
-                        builder.bargingQueueTtl,
-                        builder.acknowledgement == null,
-                        sharded,
-                        builder.bargingBound)
-                : new RedisWaiterQueue(
-                        builder.keyPrefix, builder.fairQueueTtl, builder.acknowledgement == null, sharded, null);
+        boolean fair = builder.fairQueueTtl != null;
+        this.queue = new RedisWaiterQueue(
+                builder.keyPrefix,
+                fair ? builder.fairQueueTtl : builder.bargingQueueTtl,
+                builder.acknowledgement == null,
+                sharded,
+                fair ? WaiterPolicy.fairQueue() : WaiterPolicy.bargingFor(builder.bargingBound));
         this.notices = new RedisNotices(builder.connector.pubSubFactory(), keys, queue, sharded);
+        this.reads = new RedisReads(redis, keys);
         this.batches = new RedisBatch(writes, keys, builder.connector.cluster(), counterTtl, this::runRelease);
         this.renewals = new RedisRenewals(writes, keys, builder.connector.cluster());
         Script.preload(
                 redis,
-                queue.fair() ? RedisWaiterQueue.ACQUIRE : RedisWaiterQueue.BARGING_ACQUIRE,
-                queue.fair() ? RedisWaiterQueue.RELEASE : RedisWaiterQueue.BARGING_RELEASE,
+                queue.acquireScript(),
+                queue.releaseScript(),
                 RedisBatch.ACQUIRE_ALL,
-                RENEW,
+                RedisRenewals.RENEW,
                 RedisRenewals.RENEW_ALL,
                 FORCE_RELEASE,
-                INSPECT);
+                RedisReads.INSPECT);
     }
 
     /** A builder for a store on a standalone or Sentinel-managed Redis. */
@@ -205,12 +191,9 @@ public final class RedisLeaseStore implements LeaseStore {
     }
 
     /**
-     * The batch in as few scripts as there are slots among its keys (one off a cluster; keys with
-     * one {@linkplain LockKey#withHashTag hash tag} share a slot), all or nothing. A batch refused
-     * for want of a replica acknowledgement undoes only its new grants; leases the owner held
-     * before are kept. A batch never passes a waiter queued in Redis: in the default mode the
-     * script refuses a free key whose queue has a live waiter other than the batch's owner; in the
-     * {@linkplain Builder#fairQueue fair mode} the keys are taken one by one with the fair scripts.
+     * The batch in one script per cluster slot among its keys, all or nothing; it never passes a
+     * waiter queued in Redis. In the {@linkplain Builder#fairQueue fair mode} the keys are taken
+     * one by one. A batch refused for want of a replica acknowledgement undoes only its new grants.
      */
     @Override
     public BatchAcquireResult tryAcquireAll(List<LockKey> batch, String owner, Duration leaseFor) {
@@ -225,14 +208,7 @@ public final class RedisLeaseStore implements LeaseStore {
     @Override
     public Optional<Grant> renew(LockKey key, String owner, Duration leaseFor) {
         checkOwner(key, owner);
-        String millis = millis(leaseFor);
-        List<Object> reply = writes.write(
-                "renew",
-                key.render(),
-                commands -> RENEW.run(commands, ScriptOutputType.MULTI, new String[] {keys.lease(key)}, owner, millis),
-                renewed -> !renewed.isEmpty(),
-                renewed -> "the renewal stays on the master");
-        return reply.isEmpty() ? Optional.empty() : Optional.of(grant(reply, 0));
+        return renewals.renew(key, owner, millis(leaseFor));
     }
 
     /** One {@code renew-all} script per slot among the batch's keys (one off a cluster). */
@@ -281,42 +257,13 @@ public final class RedisLeaseStore implements LeaseStore {
 
     @Override
     public Optional<LeaseInfo> inspect(LockKey key) {
-        Objects.requireNonNull(key, "key is missing (null)");
-        List<Object> reply =
-                call("inspect", key, () -> INSPECT.run(redis, ScriptOutputType.MULTI, new String[] {keys.lease(key)}));
-        if (reply.isEmpty()) {
-            return Optional.empty();
-        }
-        Duration remaining = Duration.ofMillis(Math.max(0, asLong(reply.get(2))));
-        Instant now = instant(reply.get(3), reply.get(4));
-        return Optional.of(
-                new LeaseInfo(key, (String) reply.get(0), asLong(reply.get(1)), remaining, now.plus(remaining)));
+        return reads.inspect(key);
     }
 
     /** Scans for lease keys (SCAN, every node of a cluster), then inspects each one. */
     @Override
     public List<LeaseInfo> list(String namespace, int limit) {
-        Objects.requireNonNull(namespace, "namespace is missing (null)");
-        if (limit < 1 || limit > 10_000) {
-            throw new IllegalArgumentException("limit must be between 1 and 10000, was " + limit);
-        }
-        TreeSet<String> rendered = new TreeSet<>();
-        try {
-            for (String pattern : keys.leasePatterns(namespace)) {
-                ScanIterator<String> scan = ScanIterator.scan(
-                        redis, ScanArgs.Builder.matches(pattern).limit(500));
-                while (scan.hasNext() && rendered.size() < limit) {
-                    rendered.add(keys.rendered(scan.next()));
-                }
-            }
-        } catch (RedisException e) {
-            throw new LeaseStoreException("list", namespace + ":*", e);
-        }
-        List<LeaseInfo> leases = new ArrayList<>();
-        for (String key : rendered) {
-            inspect(LockKey.parse(key)).ifPresent(leases::add);
-        }
-        return leases;
+        return reads.list(namespace, limit);
     }
 
     @Override
@@ -376,12 +323,8 @@ public final class RedisLeaseStore implements LeaseStore {
         connection.close();
     }
 
-    private <T> T call(String operation, LockKey key, Supplier<T> command) {
-        try {
-            return command.get();
-        } catch (RedisException e) {
-            throw new LeaseStoreException(operation, key.render(), e);
-        }
+    private static <T> T call(String operation, LockKey key, Supplier<T> command) {
+        return RedisReads.call(operation, key.render(), command);
     }
 
     private static void checkOwner(LockKey key, String owner) {
@@ -430,12 +373,8 @@ public final class RedisLeaseStore implements LeaseStore {
         /**
          * How long a key's fence counter stays once the server's clock has passed the key's last
          * fence (default {@link #DEFAULT_FENCE_COUNTER_TTL}, at least 1 s), so that keys used once
-         * leave nothing in Redis about that long after their last grant. Fences stay increasing
-         * when a counter expires: a later grant takes its fence from the server's clock in
-         * microseconds, which is then above the key's last fence by this much. Redis below 7
-         * replicates the counter's expiry as a relative TTL, so a promoted replica whose clock is
-         * behind its master's by more than this may repeat a fence of a key used within this time;
-         * see {@code docs/design/redis.md}.
+         * leave nothing in Redis about that long after their last grant; fences stay increasing
+         * when it expires. The limits on Redis below 7 are in {@code docs/design/redis.md}.
          *
          * @throws IllegalArgumentException if it is shorter than 1 s
          */
@@ -449,12 +388,10 @@ public final class RedisLeaseStore implements LeaseStore {
         }
 
         /**
-         * Fair mode: waiters of every process queue in Redis per key, in arrival order, from their
-         * second ask with one owner token (or at once while this store already waits for the key,
-         * so a single try never queues), and a release hands the key to the first live waiter. A
-         * waiter keeps its place while it asks again within {@code queueTtl}; one that crashed
-         * holds the queue up for at most that long. Every process using a key must use the same
-         * mode. 100 ms to 1 h.
+         * Fair mode: a refused waiter of any process queues in Redis per key at once, in arrival
+         * order, and a release hands the key to the first live waiter. A waiter keeps its place
+         * while it asks again within {@code queueTtl} (100 ms to 1 h); one that crashed holds the
+         * queue up for at most that long. Every process using a key must use the same mode.
          *
          * @throws IllegalArgumentException naming the value if it is out of range
          */

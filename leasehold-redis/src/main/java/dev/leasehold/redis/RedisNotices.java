@@ -2,27 +2,25 @@ package dev.leasehold.redis;
 
 import dev.leasehold.LeaseStoreException;
 import dev.leasehold.LockKey;
+import dev.leasehold.spi.ReleaseFanOut;
 import dev.leasehold.spi.ReleaseNotice;
 import dev.leasehold.spi.ReleaseSubscription;
 import io.lettuce.core.RedisException;
 import io.lettuce.core.pubsub.RedisPubSubAdapter;
 import io.lettuce.core.pubsub.StatefulRedisPubSubConnection;
-import java.util.concurrent.ConcurrentHashMap;
-import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
-import java.util.function.Function;
 import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
  * The release notices of one {@link RedisLeaseStore}: one pub/sub connection, opened on the first
- * subscription, and one server subscription per channel however many subscribers in this JVM wait
- * on it. Hand-offs announced on the queue's wake channel are routed to the key channel they name.
- * Thread-safe; callbacks run on the client's I/O thread, and one that throws is logged.
+ * subscription, and one server subscription per channel (through a {@link ReleaseFanOut}) however
+ * many subscribers in this JVM wait on it. Hand-offs announced on the queue's wake channel are
+ * routed to the key channel they name. Thread-safe; callbacks run on the client's I/O thread.
  */
-final class RedisNotices {
+final class RedisNotices implements ReleaseFanOut.Server {
 
     private static final Logger log = LoggerFactory.getLogger(RedisNotices.class);
 
@@ -30,12 +28,12 @@ final class RedisNotices {
     private final RedisKeys keys;
     private final RedisWaiterQueue queue;
     private final boolean sharded;
+    private final ReleaseFanOut byChannel = new ReleaseFanOut(this);
 
-    private final ReentrantLock subscriptions = new ReentrantLock();
-    private final ConcurrentHashMap<String, CopyOnWriteArrayList<Subscription>> byChannel = new ConcurrentHashMap<>();
-    // written under subscriptions; read without it only by the listener, to subscribe again
+    private final ReentrantLock connection = new ReentrantLock(); // orders the commands of the pub/sub connection
+    // written under connection; read without it only by the listener, to subscribe again
     private volatile StatefulRedisPubSubConnection<String, String> pubSub;
-    private boolean wakeChannelSubscribed; // guarded by subscriptions
+    private boolean wakeChannelSubscribed; // guarded by connection
     private volatile boolean closed;
 
     /**
@@ -55,7 +53,7 @@ final class RedisNotices {
 
     /** Whether someone in this store is subscribed to the key's releases: its waiters wait for it. */
     boolean waitsFor(LockKey key) {
-        return byChannel.containsKey(keys.channel(key));
+        return byChannel.keys().contains(keys.channel(key));
     }
 
     /**
@@ -64,29 +62,27 @@ final class RedisNotices {
      * @throws LeaseStoreException naming the key if Redis refuses or cannot be reached
      */
     ReleaseSubscription subscribe(LockKey key, Consumer<ReleaseNotice> onRelease) {
-        String rendered = key.render();
-        return subscribe(keys.channel(key), sharded, rendered, message -> keyNotice(rendered, message), onRelease);
+        return subscribe(keys.channel(key), key.render(), onRelease);
     }
 
     /** Every force-release of the store's keys, from the store-wide channel (classic pub/sub everywhere). */
     ReleaseSubscription subscribeForceReleases(Consumer<ReleaseNotice> onForceRelease) {
-        return subscribe(
-                keys.forceReleaseChannel(), false, "(force-releases)", RedisNotices::forceNotice, onForceRelease);
+        return subscribe(keys.forceReleaseChannel(), "(force-releases)", onForceRelease);
     }
 
     /** Closes the pub/sub connection and drops every subscription. */
     void close() {
-        subscriptions.lock();
+        connection.lock();
         try {
             if (pubSub != null) {
                 pubSub.close();
                 pubSub = null;
             }
             wakeChannelSubscribed = false;
-            byChannel.clear();
         } finally {
-            subscriptions.unlock();
+            connection.unlock();
         }
+        byChannel.closeAll();
         closed = true;
     }
 
@@ -110,42 +106,54 @@ final class RedisNotices {
         }
     }
 
-    private ReleaseSubscription subscribe(
-            String channel,
-            boolean shardChannel,
-            String what,
-            Function<String, ReleaseNotice> decoder,
-            Consumer<ReleaseNotice> onRelease) {
-        Subscription subscription = new Subscription(channel, shardChannel, decoder, onRelease);
-        subscriptions.lock();
+    private ReleaseSubscription subscribe(String channel, String what, Consumer<ReleaseNotice> onRelease) {
         try {
-            CopyOnWriteArrayList<Subscription> list =
-                    byChannel.computeIfAbsent(channel, c -> new CopyOnWriteArrayList<>());
-            boolean first = list.isEmpty();
-            list.add(subscription);
-            if (first) {
-                try {
-                    // Returns once the server confirmed: a release published after this is delivered.
-                    if (!queue.sharded() && !wakeChannelSubscribed) {
-                        pubSub().sync().subscribe(queue.wakeChannel()); // hand-offs to this store's waiters
-                        wakeChannelSubscribed = true;
-                    }
-                    // A shard channel is subscribed on the node that serves its slot (Lettuce routes it).
-                    if (shardChannel) {
-                        pubSub().sync().ssubscribe(channel);
-                    } else {
-                        pubSub().sync().subscribe(channel);
-                    }
-                } catch (RedisException e) {
-                    list.remove(subscription);
-                    byChannel.remove(channel, list);
-                    throw new LeaseStoreException("subscribe to releases", what, e);
+            return byChannel.subscribe(channel, onRelease);
+        } catch (RedisException e) {
+            throw new LeaseStoreException("subscribe to releases", what, e);
+        }
+    }
+
+    private boolean shardChannel(String channel) {
+        return sharded && !channel.equals(keys.forceReleaseChannel());
+    }
+
+    /** A channel's first subscriber: returns once the server confirmed, so a later release is delivered. */
+    @Override
+    public void open(String channel) {
+        connection.lock();
+        try {
+            if (!queue.sharded() && !wakeChannelSubscribed) {
+                pubSub().sync().subscribe(queue.wakeChannel()); // hand-offs to this store's waiters
+                wakeChannelSubscribed = true;
+            }
+            // A shard channel is subscribed on the node that serves its slot (Lettuce routes it).
+            if (shardChannel(channel)) {
+                pubSub().sync().ssubscribe(channel);
+            } else {
+                pubSub().sync().subscribe(channel);
+            }
+        } finally {
+            connection.unlock();
+        }
+    }
+
+    /** A channel's last subscriber left. */
+    @Override
+    public void close(String channel) {
+        connection.lock();
+        try {
+            if (pubSub != null) {
+                // Issued under the lock, so it reaches the server before any later SUBSCRIBE.
+                if (shardChannel(channel)) {
+                    pubSub.async().sunsubscribe(channel);
+                } else {
+                    pubSub.async().unsubscribe(channel);
                 }
             }
         } finally {
-            subscriptions.unlock();
+            connection.unlock();
         }
-        return subscription;
     }
 
     private StatefulRedisPubSubConnection<String, String> pubSub() {
@@ -186,13 +194,12 @@ final class RedisNotices {
      * does not wait.
      */
     private void subscribeAgainIfWanted(String shardChannel) {
-        CopyOnWriteArrayList<Subscription> list = byChannel.get(shardChannel);
-        StatefulRedisPubSubConnection<String, String> connection = pubSub;
-        if (closed || connection == null || list == null || list.isEmpty()) {
+        StatefulRedisPubSubConnection<String, String> current = pubSub;
+        if (closed || current == null || !byChannel.hasListeners(shardChannel)) {
             return;
         }
         try {
-            connection.async().ssubscribe(shardChannel).whenComplete((done, failure) -> {
+            current.async().ssubscribe(shardChannel).whenComplete((done, failure) -> {
                 if (failure != null) {
                     log.warn(
                             "could not subscribe again to {} after the server dropped it: {}; its waiters fall"
@@ -208,61 +215,18 @@ final class RedisNotices {
 
     private void deliver(String channel, String message) {
         queue.forgetForced(message); // a hand-off removed by an operator is never taken from its wake-up
-        CopyOnWriteArrayList<Subscription> list = byChannel.get(channel);
-        if (list != null) {
-            list.forEach(subscription -> subscription.fire(message));
+        if (!byChannel.hasListeners(channel)) {
+            return;
         }
-    }
-
-    private final class Subscription implements ReleaseSubscription {
-        private final String channel;
-        private final boolean shardChannel;
-        private final Function<String, ReleaseNotice> decoder;
-        private final Consumer<ReleaseNotice> onRelease;
-        private boolean ended; // guarded by subscriptions
-
-        Subscription(
-                String channel,
-                boolean shardChannel,
-                Function<String, ReleaseNotice> decoder,
-                Consumer<ReleaseNotice> onRelease) {
-            this.channel = channel;
-            this.shardChannel = shardChannel;
-            this.decoder = decoder;
-            this.onRelease = onRelease;
+        ReleaseNotice notice;
+        try {
+            notice = channel.equals(keys.forceReleaseChannel())
+                    ? forceNotice(message)
+                    : keyNotice(keys.renderedOfChannel(channel), message);
+        } catch (RuntimeException e) {
+            log.warn("an unreadable release message on {}: {}", channel, message, e);
+            return;
         }
-
-        void fire(String message) {
-            try {
-                onRelease.accept(decoder.apply(message));
-            } catch (RuntimeException e) {
-                log.warn("a release callback for {} failed", channel, e);
-            }
-        }
-
-        @Override
-        public void close() {
-            subscriptions.lock();
-            try {
-                if (ended) {
-                    return;
-                }
-                ended = true;
-                CopyOnWriteArrayList<Subscription> list = byChannel.get(channel);
-                if (list != null && list.remove(this) && list.isEmpty()) {
-                    byChannel.remove(channel, list);
-                    if (pubSub != null) {
-                        // Issued under the lock, so it reaches the server before any later SUBSCRIBE.
-                        if (shardChannel) {
-                            pubSub.async().sunsubscribe(channel);
-                        } else {
-                            pubSub.async().unsubscribe(channel);
-                        }
-                    }
-                }
-            } finally {
-                subscriptions.unlock();
-            }
-        }
+        byChannel.publish(channel, notice);
     }
 }

@@ -3,6 +3,7 @@ package dev.leasehold.redis;
 import static dev.leasehold.redis.RedisReplies.asLong;
 import static dev.leasehold.redis.RedisReplies.instant;
 
+import dev.leasehold.LockKey;
 import dev.leasehold.spi.Grant;
 import dev.leasehold.spi.Renewal;
 import io.lettuce.core.ScriptOutputType;
@@ -15,12 +16,13 @@ import java.util.Map;
 import java.util.Optional;
 
 /**
- * Renews a batch of leases of a {@link RedisLeaseStore} with one {@code renew-all} script per slot
- * among their keys (one for the whole batch off a cluster). Each lease is renewed or not on its
- * own, as {@code renew} does it. Thread-safe.
+ * Renews the leases of a {@link RedisLeaseStore}: one with the {@code renew} script, a batch with
+ * one {@code renew-all} script per slot among its keys (one for the whole batch off a cluster), in
+ * which each lease is renewed or not on its own, as {@code renew} does it. Thread-safe.
  */
 final class RedisRenewals {
 
+    static final Script RENEW = Script.load("renew");
     static final Script RENEW_ALL = Script.load("renew-all");
 
     /** The most leases one script renews: a few milliseconds of the server's time. */
@@ -34,6 +36,17 @@ final class RedisRenewals {
         this.writes = writes;
         this.keys = keys;
         this.cluster = cluster;
+    }
+
+    /** One lease, for {@code millis} ms; the caller has checked the owner. */
+    Optional<Grant> renew(LockKey key, String owner, String millis) {
+        List<Object> reply = writes.write(
+                "renew",
+                key.render(),
+                commands -> RENEW.run(commands, ScriptOutputType.MULTI, new String[] {keys.lease(key)}, owner, millis),
+                renewed -> !renewed.isEmpty(),
+                renewed -> "the renewal stays on the master");
+        return reply.isEmpty() ? Optional.empty() : Optional.of(RedisReplies.grant(reply, 0));
     }
 
     /** The answers in the batch's order; the caller has checked every owner. */

