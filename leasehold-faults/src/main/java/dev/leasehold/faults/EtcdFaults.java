@@ -6,7 +6,6 @@ import dev.leasehold.LockBusyException;
 import dev.leasehold.LockKey;
 import dev.leasehold.LockService;
 import dev.leasehold.faults.History.Kind;
-import dev.leasehold.faults.History.Op;
 import dev.leasehold.faults.History.Result;
 import dev.leasehold.jdbc.Database;
 import dev.leasehold.testkit.EtcdCluster;
@@ -18,9 +17,7 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Duration;
-import java.util.HashMap;
 import java.util.List;
-import java.util.Map;
 import java.util.UUID;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -108,7 +105,8 @@ final class EtcdFaults implements Scenario {
                     run.leaderKilled(cluster, round);
                 }
             }
-            HistoryChecker.Verdict verdict = new HistoryChecker(LOST_SLACK, true).check(history, effectCounts(db));
+            HistoryChecker.Verdict verdict = new HistoryChecker(LOST_SLACK, true)
+                    .check(history, HistoryChecker.effectCounts(db.dataSource(), TABLE));
             tally.checked(verdict);
             tally.note("history: " + verdict.summary());
         }
@@ -217,18 +215,7 @@ final class EtcdFaults implements Scenario {
             AtomicLong once = new AtomicLong();
             lease.onLost(e -> {
                 if (once.compareAndSet(0, 1)) {
-                    long at = History.now();
-                    history.add(new Op(
-                            process,
-                            Kind.LOST,
-                            lease.key().render(),
-                            lease.ownerToken(),
-                            at,
-                            at,
-                            lease.fence(),
-                            Result.OK,
-                            null,
-                            null));
+                    history.lost(process, lease);
                     lost.countDown();
                 }
             });
@@ -369,18 +356,5 @@ final class EtcdFaults implements Scenario {
         } catch (java.io.IOException e) {
             return false;
         }
-    }
-
-    private static Map<String, Long> effectCounts(PrivateDatabase db) throws SQLException {
-        Map<String, Long> counts = new HashMap<>();
-        try (Connection connection = db.dataSource().getConnection();
-                PreparedStatement select =
-                        connection.prepareStatement("SELECT effect, COUNT(*) FROM " + TABLE + " GROUP BY effect");
-                ResultSet rows = select.executeQuery()) {
-            while (rows.next()) {
-                counts.put(rows.getString(1), rows.getLong(2));
-            }
-        }
-        return counts;
     }
 }

@@ -3,14 +3,20 @@ package dev.leasehold.faults;
 import dev.leasehold.faults.History.Kind;
 import dev.leasehold.faults.History.Op;
 import dev.leasehold.faults.History.Result;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Comparator;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.stream.Collectors;
+import javax.sql.DataSource;
 
 /**
  * Checks the invariants of lease locks over a whole {@link History}, whatever the scenario:
@@ -90,6 +96,20 @@ final class HistoryChecker {
                 found.subList(0, Math.min(KEPT, found.size())),
                 found.size(),
                 uncertainty);
+    }
+
+    /** How many times each effect exists in {@code table}'s {@code effect} column. */
+    static Map<String, Long> effectCounts(DataSource dataSource, String table) throws SQLException {
+        Map<String, Long> counts = new HashMap<>();
+        try (Connection connection = dataSource.getConnection();
+                PreparedStatement select =
+                        connection.prepareStatement("SELECT effect, COUNT(*) FROM " + table + " GROUP BY effect");
+                ResultSet rows = select.executeQuery()) {
+            while (rows.next()) {
+                counts.put(rows.getString(1), rows.getLong(2));
+            }
+        }
+        return counts;
     }
 
     private static void fences(List<Op> ops, List<String> found) {

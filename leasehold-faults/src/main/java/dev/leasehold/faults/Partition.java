@@ -27,9 +27,7 @@ import java.sql.ResultSet;
 import java.sql.ResultSetMetaData;
 import java.sql.SQLException;
 import java.time.Duration;
-import java.util.HashMap;
 import java.util.List;
-import java.util.Map;
 import java.util.Optional;
 import java.util.UUID;
 import java.util.concurrent.CountDownLatch;
@@ -155,7 +153,8 @@ final class Partition implements Scenario {
                             + run.longestReconnect().toMillis() + " ms after a heal");
                 }
             }
-            HistoryChecker.Verdict verdict = new HistoryChecker(LOST_SLACK, true).check(history, effectCounts(db));
+            HistoryChecker.Verdict verdict = new HistoryChecker(LOST_SLACK, true)
+                    .check(history, HistoryChecker.effectCounts(db.dataSource(), TABLE));
             tally.operations(history.ops().size());
             tally.checked(verdict);
             tally.note("history: " + verdict.summary());
@@ -880,18 +879,5 @@ final class Partition implements Scenario {
             text.append(" <- ").append(cause);
         }
         return text.toString();
-    }
-
-    private static Map<String, Long> effectCounts(PrivateDatabase db) throws SQLException {
-        Map<String, Long> counts = new HashMap<>();
-        try (Connection connection = db.dataSource().getConnection();
-                PreparedStatement select =
-                        connection.prepareStatement("SELECT effect, COUNT(*) FROM " + TABLE + " GROUP BY effect");
-                ResultSet rows = select.executeQuery()) {
-            while (rows.next()) {
-                counts.put(rows.getString(1), rows.getLong(2));
-            }
-        }
-        return counts;
     }
 }
