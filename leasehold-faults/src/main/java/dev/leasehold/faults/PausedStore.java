@@ -104,7 +104,8 @@ final class PausedStore implements Scenario {
         for (int i = 0; i < 4; i++) {
             LockKey key = LockKey.of("paused-store", "r" + round + "k" + i);
             String process = "H" + (i % 2);
-            Lease lease = acquire(services.get(i % 2), key, options, history, process);
+            // Before the fault: a generous wait, as the workload may keep the store busy.
+            Lease lease = acquire(services.get(i % 2), key, options.withWait(Duration.ofSeconds(10)), history, process);
             lease.onLost(e -> lostAt.put(lease, history.lost(process, lease)));
             held.add(lease);
         }
