@@ -469,25 +469,7 @@ final class Partition implements Scenario {
             // The store itself shows whether the release arrived: the key leaves A before A's
             // expiry only if it did (a release never sent leaves it A's until then).
             String token = held.ownerToken();
-            Future<Long> leftA = workers.submit(() -> {
-                AtomicLong at = new AtomicLong();
-                try {
-                    Awaitility.await("the key " + k + " to leave A")
-                            .atMost(Duration.ofSeconds(10))
-                            .pollDelay(Duration.ZERO)
-                            .pollInterval(Duration.ofMillis(5))
-                            .ignoreExceptions()
-                            .until(() -> {
-                                Optional<dev.leasehold.LeaseInfo> info = near.inspect(key);
-                                at.set(History.now());
-                                return info.isEmpty()
-                                        || !token.equals(info.get().ownerToken());
-                            });
-                } catch (ConditionTimeoutException e) {
-                    return null;
-                }
-                return at.get();
-            });
+            Future<Long> leftA = whenKeyLeaves(workers, near, key, token, Duration.ofSeconds(10));
             // C asks while A's release is still in flight: the key must be free by A's expiry.
             Lease next = acquireOrNull("C", near, key, options(LEASE, Duration.ofSeconds(10)), LockOwner.create("C"));
             long grantedAt = History.now();
@@ -879,5 +861,32 @@ final class Partition implements Scenario {
             text.append(" <- ").append(cause);
         }
         return text.toString();
+    }
+
+    /**
+     * When ({@link History#now()}) the store, as {@code service} inspects it, first shows {@code
+     * key} no longer held by {@code token}, watched from a thread of {@code workers}; null if not
+     * within {@code atMost}.
+     */
+    static Future<Long> whenKeyLeaves(
+            ExecutorService workers, LockService service, LockKey key, String token, Duration atMost) {
+        return workers.submit(() -> {
+            AtomicLong at = new AtomicLong();
+            try {
+                Awaitility.await("the key " + key.render() + " to leave its holder")
+                        .atMost(atMost)
+                        .pollDelay(Duration.ZERO)
+                        .pollInterval(Duration.ofMillis(5))
+                        .ignoreExceptions()
+                        .until(() -> {
+                            Optional<dev.leasehold.LeaseInfo> info = service.inspect(key);
+                            at.set(History.now());
+                            return info.isEmpty() || !token.equals(info.get().ownerToken());
+                        });
+            } catch (ConditionTimeoutException e) {
+                return null;
+            }
+            return at.get();
+        });
     }
 }
