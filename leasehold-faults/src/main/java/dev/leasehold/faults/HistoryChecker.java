@@ -48,7 +48,8 @@ final class HistoryChecker {
      * @param faults faults injected
      * @param violations what broke, the first few
      * @param violationCount how many broke
-     * @param uncertainty the overlap allowed between two grants
+     * @param uncertainty the overlap allowed between two grants, or {@code null} if grants were not
+     *     checked for overlap (the store lost data)
      */
     record Verdict(int operations, int faults, List<String> violations, int violationCount, Duration uncertainty) {
 
@@ -59,7 +60,9 @@ final class HistoryChecker {
         /** As the report prints it. */
         String summary() {
             return (ok() ? "ok" : "FAIL: " + violationCount + " violations") + " (" + operations + " ops, " + faults
-                    + " faults, overlap bound " + uncertainty.toMillis() + " ms)";
+                    + " faults, "
+                    + (uncertainty == null ? "overlaps not checked" : "overlap bound " + uncertainty.toMillis() + " ms")
+                    + ")";
         }
     }
 
@@ -95,7 +98,7 @@ final class HistoryChecker {
                 history.faults().size(),
                 found.subList(0, Math.min(KEPT, found.size())),
                 found.size(),
-                uncertainty);
+                storeKeptData ? uncertainty : null);
     }
 
     /** How many times each effect exists in {@code table}'s {@code effect} column. */
