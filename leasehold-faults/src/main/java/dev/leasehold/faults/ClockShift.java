@@ -53,25 +53,35 @@ final class ClockShift implements Scenario {
         Database database = StoreSpec.database(backend);
         String storeSpec = StoreSpec.forBackend(backend);
         Tally tally = new Tally(TITLE, backend);
+        History history = new History();
         try (PrivateDatabase db = PrivateDatabase.create(database);
                 Library.Store store = StoreSpec.open(storeSpec, db.dataSource(), database);
                 LockService locks = Library.locks(store.store())) {
             db.execute("CREATE TABLE fault_naive_lock (id VARCHAR(100) NOT NULL PRIMARY KEY, owner VARCHAR(64),"
                     + " expires_at_ms BIGINT NOT NULL)");
-            int rounds = profile.times(1);
-            for (int round = 0; round < rounds; round++) {
-                try (ChildJvm ahead = shifted("+1h", "Pacific/Kiritimati", backend, storeSpec, db, round);
-                        ChildJvm behind = shifted("-1h", "Etc/GMT+12", backend, storeSpec, db, round)) {
-                    checkClock(ahead, Duration.ofHours(1), tally);
-                    checkClock(behind, Duration.ofHours(-1), tally);
-                    shiftedCannotTakeAHeldKey(locks, ahead, LockKey.of("shift", "held" + round), tally);
-                    behindTakesAnExpiredKey(locks, behind, LockKey.of("shift", "expired" + round), tally);
-                    naiveCanary(db, ahead, behind, round, tally);
-                    // Last: these kill the children.
-                    heldByShiftedLastsItsLease(db, locks, ahead, LockKey.of("shift", "ahead-dies" + round), tally);
-                    heldByShiftedLastsItsLease(db, locks, behind, LockKey.of("shift", "behind-dies" + round), tally);
+            Workload.createTable(db);
+            Workload load = new Workload("W", locks, db.dataSource(), history, "shift", Duration.ofSeconds(2), profile);
+            try {
+                for (int round = 0; profile.more(round, 1, history.size()); round++) {
+                    history.fault("holder JVMs at +1h and -1h, round " + round);
+                    try (ChildJvm ahead = shifted("+1h", "Pacific/Kiritimati", backend, storeSpec, db, round);
+                            ChildJvm behind = shifted("-1h", "Etc/GMT+12", backend, storeSpec, db, round)) {
+                        checkClock(ahead, Duration.ofHours(1), tally);
+                        checkClock(behind, Duration.ofHours(-1), tally);
+                        shiftedCannotTakeAHeldKey(locks, ahead, LockKey.of("shift", "held" + round), tally);
+                        behindTakesAnExpiredKey(locks, behind, LockKey.of("shift", "expired" + round), tally);
+                        naiveCanary(db, ahead, behind, round, tally);
+                        // Last: these kill the children.
+                        heldByShiftedLastsItsLease(db, locks, ahead, LockKey.of("shift", "ahead-dies" + round), tally);
+                        heldByShiftedLastsItsLease(
+                                db, locks, behind, LockKey.of("shift", "behind-dies" + round), tally);
+                    }
                 }
+            } finally {
+                load.close();
             }
+            tally.check(
+                    new HistoryChecker(PausedHolder.OVERLAP, true), history, Workload.effectCounts(db.dataSource()));
         }
         return tally.outcome();
     }

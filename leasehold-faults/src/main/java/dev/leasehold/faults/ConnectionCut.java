@@ -40,6 +40,7 @@ final class ConnectionCut implements Scenario {
     public Outcome run(String backend, Profile profile) throws Exception {
         Database database = backend.equals("mariadb") ? Database.MARIADB : Database.POSTGRESQL;
         Tally tally = new Tally(TITLE, backend);
+        History history = new History();
         try (PrivateDatabase db = PrivateDatabase.create(database);
                 Library.Store store = Library.jdbcStore(db.dataSource(), database);
                 LockService locks = Library.locks(store.store())) {
@@ -49,14 +50,23 @@ final class ConnectionCut implements Scenario {
                             + " amount BIGINT NOT NULL)",
                     "INSERT INTO fault_cut_account (id, balance) VALUES ('guarded', 1000000)",
                     "INSERT INTO fault_cut_account (id, balance) VALUES ('canary', 1000000)");
-            int cuts = profile.times(5);
-            for (int i = 0; i < cuts; i++) {
-                LockKey key = LockKey.of("cut", "acct" + (i % 2));
-                guarded(db, locks, key, "g" + i, tally);
-                canary(db, "c" + i, tally);
-                tally.operation();
+            Workload.createTable(db);
+            int cuts = 0;
+            Workload load = new Workload("W", locks, db.dataSource(), history, "cut", Duration.ofSeconds(2), profile);
+            try {
+                for (; profile.more(cuts, 5, history.size()); cuts++) {
+                    LockKey key = LockKey.of("cut", "acct" + (cuts % 2));
+                    history.fault("session of the holder of " + key + " killed before its COMMIT");
+                    guarded(db, locks, key, "g" + cuts, tally);
+                    canary(db, "c" + cuts, tally);
+                    tally.operation();
+                }
+            } finally {
+                load.close();
             }
             tally.note("cuts: " + cuts + " of each path");
+            tally.check(
+                    new HistoryChecker(PausedHolder.OVERLAP, true), history, Workload.effectCounts(db.dataSource()));
         }
         return tally.outcome();
     }

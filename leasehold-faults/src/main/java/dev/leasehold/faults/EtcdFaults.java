@@ -1,12 +1,13 @@
 package dev.leasehold.faults;
 
 import dev.leasehold.Lease;
+import dev.leasehold.LeaseInfo;
 import dev.leasehold.LeaseOptions;
 import dev.leasehold.LockBusyException;
 import dev.leasehold.LockKey;
+import dev.leasehold.LockOwner;
 import dev.leasehold.LockService;
 import dev.leasehold.faults.History.Kind;
-import dev.leasehold.faults.History.Op;
 import dev.leasehold.faults.History.Result;
 import dev.leasehold.jdbc.Database;
 import dev.leasehold.testkit.EtcdCluster;
@@ -18,19 +19,25 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Duration;
-import java.util.HashMap;
 import java.util.List;
-import java.util.Map;
+import java.util.Optional;
 import java.util.UUID;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicLong;
 import javax.sql.DataSource;
+import org.awaitility.Awaitility;
 
 /**
  * 12. The etcd lease store on a three-member cluster this scenario starts. First a client (A) that
  * reaches one follower through a TCP proxy of the test kit is cut off, or black-holed, while it
- * holds; then the leader is killed ({@code SIGKILL}) while a directly connected client holds. A
+ * holds, while it waits for a key another client holds, and (answers only) while it releases; then
+ * the leader is killed ({@code SIGKILL}) while a directly connected client holds. A
  * holder cut off must be told {@code onLost} by its lease's end; each next holder's fence (the
  * key's revision) must be larger; an old holder's fenced write after the new holder's must be
  * refused; the history checker sees no overlapping grants (etcd keeps what it acknowledged).
@@ -46,6 +53,14 @@ final class EtcdFaults implements Scenario {
     private static final Duration LEASE = Duration.ofSeconds(2);
     /** From a lease's local deadline to its {@code onLost} callback, and two grants' overlap. */
     private static final Duration LOST_SLACK = Duration.ofMillis(200);
+
+    /** The longest a waiter sleeps between two asks when no release notice reaches it. */
+    private static final Duration LONGEST_POLL = Duration.ofSeconds(1);
+    /** Scheduling on a loaded machine, on top of a bound for a waiter. */
+    private static final Duration WAIT_SLACK = Duration.ofMillis(500);
+
+    /** A's lease in the lost-release case: long enough that its release surely arrives first. */
+    private static final Duration RELEASED_LEASE = Duration.ofSeconds(6);
 
     private static final String TABLE = "fault_etcd";
 
@@ -70,6 +85,7 @@ final class EtcdFaults implements Scenario {
         }
         Tally tally = new Tally(TITLE, BACKEND);
         History history = new History();
+        ExecutorService workers = Executors.newCachedThreadPool();
         String prefix = "faults-" + UUID.randomUUID().toString().substring(0, 8) + "/";
         try (PrivateDatabase db = PrivateDatabase.create(Database.POSTGRESQL);
                 EtcdCluster cluster = EtcdCluster.start(3, Duration.ofMillis(100), Duration.ofSeconds(1))) {
@@ -87,13 +103,19 @@ final class EtcdFaults implements Scenario {
                     Library.Store near = Library.etcdStore(cluster.endpoints(), prefix);
                     LockService a = Library.locks(far.store());
                     LockService b = Library.locks(near.store())) {
-                Run run = new Run(db, tally, history, a, b);
+                Run run = new Run(db, tally, history, a, b, far, workers);
                 int rounds = profile.times(2);
                 Duration longestReconnect = Duration.ZERO;
                 for (int round = 0; round < rounds; round++) {
-                    Duration back = awaitAnswers(far);
-                    longestReconnect = back.compareTo(longestReconnect) > 0 ? back : longestReconnect;
-                    run.holderCutOff(proxy, round, round % 2 == 0);
+                    for (int part = 0; part < 3; part++) {
+                        Duration back = awaitAnswers(far);
+                        longestReconnect = back.compareTo(longestReconnect) > 0 ? back : longestReconnect;
+                        switch (part) {
+                            case 0 -> run.holderCutOff(proxy, round, round % 2 == 0);
+                            case 1 -> run.waiterCutOff(proxy, round, round % 2 == 1);
+                            default -> run.releaseAnswerLost(proxy, round);
+                        }
+                    }
                 }
                 tally.note("A's etcd client answered again at most " + longestReconnect.toMillis()
                         + " ms after a heal (gRPC reconnects with a back-off)");
@@ -102,21 +124,252 @@ final class EtcdFaults implements Scenario {
                     Library.Store second = Library.etcdStore(cluster.endpoints(), prefix);
                     LockService one = Library.locks(first.store());
                     LockService two = Library.locks(second.store())) {
-                Run run = new Run(db, tally, history, one, two);
+                Run run = new Run(db, tally, history, one, two, first, workers);
                 int rounds = profile.times(1);
                 for (int round = 0; round < rounds; round++) {
                     run.leaderKilled(cluster, round);
                 }
             }
-            HistoryChecker.Verdict verdict = new HistoryChecker(LOST_SLACK, true).check(history, effectCounts(db));
-            tally.checked(verdict);
-            tally.note("history: " + verdict.summary());
+            tally.check(
+                    new HistoryChecker(LOST_SLACK, true), history, HistoryChecker.effectCounts(db.dataSource(), TABLE));
+        } finally {
+            workers.shutdownNow();
         }
         return tally.outcome();
     }
 
     /** The clients of one part and the cases they run. */
-    private record Run(PrivateDatabase db, Tally tally, History history, LockService a, LockService b) {
+    private record Run(
+            PrivateDatabase db,
+            Tally tally,
+            History history,
+            LockService a,
+            LockService b,
+            Library.Store far,
+            ExecutorService workers) {
+
+        /**
+         * B holds; A, through the proxy, waits for the key; A's link is cut or black-holed; B
+         * releases; C takes the key. etcd keeps no place for a waiter: only an ask of A's in
+         * flight as the link broke can have been granted, and that grant ends at its lease, so C
+         * must have the key within A's lease + the longest poll + {@link #WAIT_SLACK} of B's
+         * release. A must be granted nothing it is not told about (a grant of A's that it was told
+         * of is in the history, whose checker refuses it overlapping C's).
+         */
+        void waiterCutOff(TcpProxy proxy, int round, boolean blackhole) throws Exception {
+            LockKey key = LockKey.of("etcd", "waited" + round);
+            String k = key.render();
+            String what = blackhole ? "black-holed both ways" : "cut";
+            Lease holder = acquire("B", b, key);
+            if (!probe(proxy)) {
+                throw new IllegalStateException("the probe through the proxy did not answer before the fault");
+            }
+            long before = proxy.forwardedBytes();
+            long invoked = History.now();
+            Future<Lease> waiting = workers.submit(() -> acquireOrNull("A", a, key, LEASE, Duration.ofSeconds(6)));
+            // A is waiting: its first ask went through the proxy and was refused (the key is B's).
+            Awaitility.await("A's ask for " + k + " through the proxy")
+                    .atMost(Duration.ofSeconds(10))
+                    .pollInterval(Duration.ofMillis(10))
+                    .until(() -> waiting.isDone()
+                            || (proxy.forwardedBytes() > before
+                                    && History.now() - invoked
+                                            > Duration.ofMillis(300).toNanos()));
+            breakLink(
+                    proxy,
+                    blackhole,
+                    "A's link to etcd " + what + " while A waits for " + k,
+                    "A, waiting, was " + what);
+            try {
+                release("B", holder);
+                long released = History.now();
+                Lease taken = acquireOrNull("C", b, key, LEASE, Duration.ofSeconds(10));
+                Duration bound = LEASE.plus(LONGEST_POLL).plus(WAIT_SLACK);
+                if (taken == null) {
+                    tally.violation(
+                            "C could not take " + k + " within 10 s of B's release while A, waiting, was " + what);
+                } else {
+                    Duration blocked = Duration.ofNanos(History.now() - released);
+                    tally.stall(blocked);
+                    tally.note(k + ": C took the key " + blocked.toMillis() + " ms after B's release (A " + what + ")");
+                    if (blocked.compareTo(bound) > 0) {
+                        tally.violation("A, waiting and " + what + ", held " + k + " from C for " + blocked.toMillis()
+                                + " ms after B's release: beyond " + bound.toMillis() + " ms");
+                    }
+                    inspect("C", b, key);
+                    expect("C", taken, "r" + round + "-W-C", true);
+                }
+                proxy.heal();
+                Lease waiter = waiting.get(30, TimeUnit.SECONDS);
+                if (taken != null) {
+                    inspect("C", b, key);
+                    release("C", taken);
+                }
+                if (waiter != null) {
+                    tally.note(k + ": A was granted fence " + waiter.fence() + " after the heal");
+                    release("A", waiter);
+                }
+            } finally {
+                proxy.heal();
+            }
+            tally.operation();
+        }
+
+        /**
+         * A, through the proxy, holds a lease of {@link #RELEASED_LEASE} and releases it while the
+         * answers from etcd are black-holed: the release reaches etcd, its answer does not. etcd
+         * must show the key leave A before A's lease could have ended (the release arrived), C
+         * must have it by A's lease's end (+ the longest poll + {@link #WAIT_SLACK}), and A's
+         * release repeated after the heal must free nothing of C's.
+         */
+        void releaseAnswerLost(TcpProxy proxy, int round) throws Exception {
+            LockKey key = LockKey.of("etcd", "released" + round);
+            String k = key.render();
+            long acquired = History.now();
+            Lease held = acquireOrNull("A", a, key, RELEASED_LEASE, Duration.ofSeconds(15));
+            if (held == null) {
+                throw new IllegalStateException("A could not take " + k + " before the fault");
+            }
+            expect("A", held, "r" + round + "-R-A", true);
+            if (!probe(proxy)) {
+                throw new IllegalStateException("the probe through the proxy did not answer before the fault");
+            }
+            proxy.blackhole(Direction.DOWNSTREAM);
+            history.fault("answers from etcd black-holed as A releases " + k);
+            long invoked = History.now();
+            Future<?> closing = workers.submit(held::close);
+            String token = held.ownerToken();
+            Future<Long> leftA = Partition.whenKeyLeaves(workers, b, key, token, Duration.ofSeconds(15));
+            try {
+                if (!probe(proxy)) {
+                    tally.canary("the probe through the proxy got no answer while etcd's answers were black-holed");
+                }
+                Lease next = acquireOrNull("C", b, key, LEASE, Duration.ofSeconds(15));
+                long grantedAt = History.now();
+                Long left = leftA.get(30, TimeUnit.SECONDS);
+                // etcd granted A's lease after A asked, so it cannot end before acquired + its TTL.
+                long earliestExpiry = acquired + RELEASED_LEASE.toNanos();
+                if (left != null && left < earliestExpiry) {
+                    tally.note(k + ": A's release reached etcd (the key left A "
+                            + Duration.ofNanos(earliestExpiry - left).toMillis()
+                            + " ms before A's lease could have ended); its answer was lost");
+                } else {
+                    tally.violation(k + ": A's release never reached etcd (the key "
+                            + (left == null ? "never left A" : "left A only when its lease could have ended") + ")");
+                }
+                Result result;
+                try {
+                    closing.get(15, TimeUnit.SECONDS);
+                    result = Result.OK;
+                } catch (ExecutionException | TimeoutException e) {
+                    result = Result.UNKNOWN;
+                }
+                history.add("A", Kind.RELEASE, k, token, invoked, held.fence(), result, null, null);
+                tally.note(k + ": A's release with its answer lost " + (result == Result.OK ? "returned" : "failed"));
+                if (next == null) {
+                    tally.violation("C could not take " + k + " within 15 s of A's release whose answer was lost");
+                } else {
+                    Duration took = Duration.ofNanos(grantedAt - invoked);
+                    tally.stall(took);
+                    Duration bound = RELEASED_LEASE.plus(LONGEST_POLL).plus(WAIT_SLACK);
+                    if (took.compareTo(bound) > 0) {
+                        tally.violation(k + " was free to C only " + took.toMillis() + " ms after A's release began:"
+                                + " beyond " + bound.toMillis() + " ms (A's lease + the longest poll + slack)");
+                    }
+                    expect("C", next, "r" + round + "-R-C0", true);
+                }
+                proxy.heal();
+                awaitAnswers(far);
+                // A's release again, as a client retries a release whose answer it never got.
+                long again = History.now();
+                boolean freed = far.store().release(key, token);
+                history.add(
+                        "A",
+                        Kind.RELEASE,
+                        k,
+                        token,
+                        again,
+                        held.fence(),
+                        freed ? Result.OK : Result.REFUSED,
+                        null,
+                        null);
+                if (freed && next != null) {
+                    tally.violation("A's second release of " + k + " freed a grant while C held it");
+                }
+                if (next != null) {
+                    inspect("C", b, key);
+                    expect("C", next, "r" + round + "-R-C1", true);
+                    release("C", next);
+                }
+            } finally {
+                proxy.heal();
+            }
+            tally.operation();
+        }
+
+        /**
+         * Cuts or black-holes the link (both ways), recording {@code fault}; returns when. The
+         * canary: the probe through the proxy gets no answer while {@code state}.
+         */
+        private long breakLink(TcpProxy proxy, boolean blackhole, String fault, String state) {
+            history.fault(fault);
+            long at = System.nanoTime();
+            if (blackhole) {
+                proxy.blackhole(Direction.BOTH);
+            } else {
+                proxy.cut();
+            }
+            if (!probe(proxy)) {
+                tally.canary("the probe through the proxy got no answer while " + state);
+            }
+            return at;
+        }
+
+        private Lease acquireOrNull(String process, LockService service, LockKey key, Duration lease, Duration wait)
+                throws InterruptedException {
+            long invoked = History.now();
+            try {
+                Lease granted = service.acquire(
+                        key,
+                        LeaseOptions.builder()
+                                .leaseFor(lease)
+                                .waitFor(wait)
+                                .renewal(true)
+                                .build(),
+                        LockOwner.create(process));
+                history.add(
+                        process,
+                        Kind.ACQUIRE,
+                        key.render(),
+                        granted.ownerToken(),
+                        invoked,
+                        granted.fence(),
+                        Result.OK,
+                        null,
+                        null);
+                return granted;
+            } catch (LockBusyException e) {
+                history.add(process, Kind.ACQUIRE, key.render(), null, invoked, 0, Result.REFUSED, null, null);
+            } catch (RuntimeException e) {
+                history.add(process, Kind.ACQUIRE, key.render(), null, invoked, 0, Result.UNKNOWN, null, null);
+            }
+            return null;
+        }
+
+        private void inspect(String process, LockService service, LockKey key) {
+            long invoked = History.now();
+            Optional<LeaseInfo> info = service.inspect(key);
+            history.add(
+                    process,
+                    Kind.INSPECT,
+                    key.render(),
+                    null,
+                    invoked,
+                    info.map(LeaseInfo::fence).orElse(0L),
+                    Result.OK,
+                    null,
+                    null);
+        }
 
         /** A, through the proxy, holds; the link is cut or black-holed; B takes over. */
         void holderCutOff(TcpProxy proxy, int round, boolean blackhole) throws Exception {
@@ -129,17 +382,9 @@ final class EtcdFaults implements Scenario {
             if (!probe(proxy)) {
                 throw new IllegalStateException("the probe through the proxy did not answer before the fault");
             }
-            history.fault("A's link to etcd " + what + " while it holds " + k);
-            long faultAt = System.nanoTime();
-            if (blackhole) {
-                proxy.blackhole(Direction.BOTH);
-            } else {
-                proxy.cut();
-            }
+            long faultAt = breakLink(
+                    proxy, blackhole, "A's link to etcd " + what + " while it holds " + k, "the link was " + what);
             try {
-                if (!probe(proxy)) {
-                    tally.canary("the probe through the proxy got no answer while the link was " + what);
-                }
                 Duration bound = LEASE.plus(LOST_SLACK);
                 if (!lost.await(bound.toMillis() + 10_000, TimeUnit.MILLISECONDS)) {
                     tally.violation("A, " + what + " while it held " + k + ", was never told it lost it");
@@ -217,18 +462,7 @@ final class EtcdFaults implements Scenario {
             AtomicLong once = new AtomicLong();
             lease.onLost(e -> {
                 if (once.compareAndSet(0, 1)) {
-                    long at = History.now();
-                    history.add(new Op(
-                            process,
-                            Kind.LOST,
-                            lease.key().render(),
-                            lease.ownerToken(),
-                            at,
-                            at,
-                            lease.fence(),
-                            Result.OK,
-                            null,
-                            null));
+                    history.lost(process, lease);
                     lost.countDown();
                 }
             });
@@ -236,30 +470,11 @@ final class EtcdFaults implements Scenario {
         }
 
         private Lease acquire(String process, LockService service, LockKey key) throws InterruptedException {
-            long invoked = History.now();
-            try {
-                Lease lease = service.acquire(
-                        key,
-                        LeaseOptions.builder()
-                                .leaseFor(LEASE)
-                                .waitFor(Duration.ofSeconds(15))
-                                .renewal(true)
-                                .build());
-                history.add(
-                        process,
-                        Kind.ACQUIRE,
-                        key.render(),
-                        lease.ownerToken(),
-                        invoked,
-                        lease.fence(),
-                        Result.OK,
-                        null,
-                        null);
-                return lease;
-            } catch (LockBusyException e) {
-                history.add(process, Kind.ACQUIRE, key.render(), null, invoked, 0, Result.REFUSED, null, null);
-                throw new IllegalStateException(process + " could not take " + key + " within 15 s", e);
+            Lease lease = acquireOrNull(process, service, key, LEASE, Duration.ofSeconds(15));
+            if (lease == null) {
+                throw new IllegalStateException(process + " could not take " + key + " within 15 s");
             }
+            return lease;
         }
 
         private void release(String process, Lease lease) {
@@ -369,18 +584,5 @@ final class EtcdFaults implements Scenario {
         } catch (java.io.IOException e) {
             return false;
         }
-    }
-
-    private static Map<String, Long> effectCounts(PrivateDatabase db) throws SQLException {
-        Map<String, Long> counts = new HashMap<>();
-        try (Connection connection = db.dataSource().getConnection();
-                PreparedStatement select =
-                        connection.prepareStatement("SELECT effect, COUNT(*) FROM " + TABLE + " GROUP BY effect");
-                ResultSet rows = select.executeQuery()) {
-            while (rows.next()) {
-                counts.put(rows.getString(1), rows.getLong(2));
-            }
-        }
-        return counts;
     }
 }

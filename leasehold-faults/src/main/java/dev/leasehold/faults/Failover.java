@@ -16,7 +16,9 @@ import java.net.InetSocketAddress;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -61,6 +63,7 @@ final class Failover implements Scenario {
             return Outcome.absent(TITLE, backend, Outcome.Status.TOOL_ABSENT, "redis-server is not installed");
         }
         Tally tally = new Tally(TITLE, backend);
+        History history = new History();
         Path dir = RedisProcess.newDir("failover");
         List<AutoCloseable> resources = new ArrayList<>();
         try (PrivateDatabase db = PrivateDatabase.create(Database.POSTGRESQL)) {
@@ -88,12 +91,16 @@ final class Failover implements Scenario {
                     .withTimeout(Duration.ofSeconds(1))
                     .build();
             Confirmations confirmations = new Confirmations();
-            GuardedTable table = new GuardedTable(db, tally);
+            GuardedTable table = new GuardedTable(db, tally, history);
+            Workload.createTable(db);
             Pair canary = new Pair(uri, false, confirmations, resources);
             Pair guarded = new Pair(uri, true, confirmations, resources);
             int master = 0;
-            int rounds = profile.times(1);
-            for (int round = 0; round < rounds; round++) {
+            int rounds = 0;
+            Workload load = new Workload("W", guarded.second, db.dataSource(), history, "failover", LEASE, profile);
+            resources.add(load);
+            for (; profile.more(rounds, 1, history.size()); rounds++) {
+                int round = rounds;
                 LockKey canaryKey = LockKey.of("failover", "canary" + round);
                 LockKey guardedKey = LockKey.of("failover", "guarded" + round);
                 // Both keys known to both nodes before the fault: a counter the replica has.
@@ -120,6 +127,7 @@ final class Failover implements Scenario {
                     table.write(guardedFirst, "on the master alone");
                 }
                 nodes[master].kill();
+                history.fault("kill -9 the master, round " + round);
                 nodes[replica].resume();
                 long killed = System.nanoTime();
                 topology.awaitMasterIs(nodes[replica].port());
@@ -147,7 +155,12 @@ final class Failover implements Scenario {
                 closeQuietly(canaryFirst, canarySecond, guardedFirst, guardedSecond, guardedEarly);
                 master = replica;
             }
+            load.close();
             tally.note("rounds: " + rounds + ", lease " + LEASE.toMillis() + " ms");
+            // Grants on the master alone are lost by design: fences and effects are checked, not overlaps.
+            Map<String, Long> effects = new HashMap<>(table.effectCounts());
+            effects.putAll(Workload.effectCounts(db.dataSource()));
+            tally.check(new HistoryChecker(Duration.ZERO, false), history, effects);
         } finally {
             for (int i = resources.size() - 1; i >= 0; i--) {
                 try {

@@ -1,5 +1,6 @@
 package dev.leasehold.faults;
 
+import dev.leasehold.Lease;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
@@ -115,8 +116,29 @@ final class History {
         add(new Op(process, kind, key, owner, invoke, now(), fence, result, resource, effect));
     }
 
+    /** Records that {@code process} was told its {@code lease} is lost, now; returns when. */
+    long lost(String process, Lease lease) {
+        long at = now();
+        add(new Op(
+                process,
+                Kind.LOST,
+                lease.key().render(),
+                lease.ownerToken(),
+                at,
+                at,
+                lease.fence(),
+                Result.OK,
+                null,
+                null));
+        return at;
+    }
+
     synchronized void fault(String what) {
         faults.add(new Fault(what, now()));
+    }
+
+    synchronized int size() {
+        return ops.size();
     }
 
     synchronized List<Op> ops() {

@@ -3,14 +3,20 @@ package dev.leasehold.faults;
 import dev.leasehold.faults.History.Kind;
 import dev.leasehold.faults.History.Op;
 import dev.leasehold.faults.History.Result;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.Comparator;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.stream.Collectors;
+import javax.sql.DataSource;
 
 /**
  * Checks the invariants of lease locks over a whole {@link History}, whatever the scenario:
@@ -42,7 +48,8 @@ final class HistoryChecker {
      * @param faults faults injected
      * @param violations what broke, the first few
      * @param violationCount how many broke
-     * @param uncertainty the overlap allowed between two grants
+     * @param uncertainty the overlap allowed between two grants, or {@code null} if grants were not
+     *     checked for overlap (the store lost data)
      */
     record Verdict(int operations, int faults, List<String> violations, int violationCount, Duration uncertainty) {
 
@@ -53,7 +60,9 @@ final class HistoryChecker {
         /** As the report prints it. */
         String summary() {
             return (ok() ? "ok" : "FAIL: " + violationCount + " violations") + " (" + operations + " ops, " + faults
-                    + " faults, overlap bound " + uncertainty.toMillis() + " ms)";
+                    + " faults, "
+                    + (uncertainty == null ? "overlaps not checked" : "overlap bound " + uncertainty.toMillis() + " ms")
+                    + ")";
         }
     }
 
@@ -89,7 +98,21 @@ final class HistoryChecker {
                 history.faults().size(),
                 found.subList(0, Math.min(KEPT, found.size())),
                 found.size(),
-                uncertainty);
+                storeKeptData ? uncertainty : null);
+    }
+
+    /** How many times each effect exists in {@code table}'s {@code effect} column. */
+    static Map<String, Long> effectCounts(DataSource dataSource, String table) throws SQLException {
+        Map<String, Long> counts = new HashMap<>();
+        try (Connection connection = dataSource.getConnection();
+                PreparedStatement select =
+                        connection.prepareStatement("SELECT effect, COUNT(*) FROM " + table + " GROUP BY effect");
+                ResultSet rows = select.executeQuery()) {
+            while (rows.next()) {
+                counts.put(rows.getString(1), rows.getLong(2));
+            }
+        }
+        return counts;
     }
 
     private static void fences(List<Op> ops, List<String> found) {

@@ -13,7 +13,6 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Duration;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
@@ -62,7 +61,8 @@ final class KilledHolder implements Scenario {
                 LockKey key = LockKey.of("killed", (inside ? "inside" : "holding") + round);
                 new Round(db, locks, history, tally, key, "H" + round, inside).run(storeSpec, backend);
             }
-            HistoryChecker.Verdict verdict = new HistoryChecker(SLACK, true).check(history, effectCounts(db));
+            HistoryChecker.Verdict verdict = new HistoryChecker(SLACK, true)
+                    .check(history, HistoryChecker.effectCounts(db.dataSource(), "fault_effect"));
             tally.checked(verdict);
             tally.note("history: " + verdict.summary());
         }
@@ -229,18 +229,5 @@ final class KilledHolder implements Scenario {
                 return row.getLong(1);
             }
         }
-    }
-
-    private static Map<String, Long> effectCounts(PrivateDatabase db) throws SQLException {
-        Map<String, Long> counts = new HashMap<>();
-        try (Connection connection = db.dataSource().getConnection();
-                PreparedStatement select =
-                        connection.prepareStatement("SELECT effect, COUNT(*) FROM fault_effect GROUP BY effect");
-                ResultSet rows = select.executeQuery()) {
-            while (rows.next()) {
-                counts.put(rows.getString(1), rows.getLong(2));
-            }
-        }
-        return counts;
     }
 }

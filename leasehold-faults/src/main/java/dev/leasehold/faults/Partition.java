@@ -27,9 +27,7 @@ import java.sql.ResultSet;
 import java.sql.ResultSetMetaData;
 import java.sql.SQLException;
 import java.time.Duration;
-import java.util.HashMap;
 import java.util.List;
-import java.util.Map;
 import java.util.Optional;
 import java.util.UUID;
 import java.util.concurrent.CountDownLatch;
@@ -155,7 +153,8 @@ final class Partition implements Scenario {
                             + run.longestReconnect().toMillis() + " ms after a heal");
                 }
             }
-            HistoryChecker.Verdict verdict = new HistoryChecker(LOST_SLACK, true).check(history, effectCounts(db));
+            HistoryChecker.Verdict verdict = new HistoryChecker(LOST_SLACK, true)
+                    .check(history, HistoryChecker.effectCounts(db.dataSource(), TABLE));
             tally.operations(history.ops().size());
             tally.checked(verdict);
             tally.note("history: " + verdict.summary());
@@ -470,25 +469,7 @@ final class Partition implements Scenario {
             // The store itself shows whether the release arrived: the key leaves A before A's
             // expiry only if it did (a release never sent leaves it A's until then).
             String token = held.ownerToken();
-            Future<Long> leftA = workers.submit(() -> {
-                AtomicLong at = new AtomicLong();
-                try {
-                    Awaitility.await("the key " + k + " to leave A")
-                            .atMost(Duration.ofSeconds(10))
-                            .pollDelay(Duration.ZERO)
-                            .pollInterval(Duration.ofMillis(5))
-                            .ignoreExceptions()
-                            .until(() -> {
-                                Optional<dev.leasehold.LeaseInfo> info = near.inspect(key);
-                                at.set(History.now());
-                                return info.isEmpty()
-                                        || !token.equals(info.get().ownerToken());
-                            });
-                } catch (ConditionTimeoutException e) {
-                    return null;
-                }
-                return at.get();
-            });
+            Future<Long> leftA = whenKeyLeaves(workers, near, key, token, Duration.ofSeconds(10));
             // C asks while A's release is still in flight: the key must be free by A's expiry.
             Lease next = acquireOrNull("C", near, key, options(LEASE, Duration.ofSeconds(10)), LockOwner.create("C"));
             long grantedAt = History.now();
@@ -882,16 +863,30 @@ final class Partition implements Scenario {
         return text.toString();
     }
 
-    private static Map<String, Long> effectCounts(PrivateDatabase db) throws SQLException {
-        Map<String, Long> counts = new HashMap<>();
-        try (Connection connection = db.dataSource().getConnection();
-                PreparedStatement select =
-                        connection.prepareStatement("SELECT effect, COUNT(*) FROM " + TABLE + " GROUP BY effect");
-                ResultSet rows = select.executeQuery()) {
-            while (rows.next()) {
-                counts.put(rows.getString(1), rows.getLong(2));
+    /**
+     * When ({@link History#now()}) the store, as {@code service} inspects it, first shows {@code
+     * key} no longer held by {@code token}, watched from a thread of {@code workers}; null if not
+     * within {@code atMost}.
+     */
+    static Future<Long> whenKeyLeaves(
+            ExecutorService workers, LockService service, LockKey key, String token, Duration atMost) {
+        return workers.submit(() -> {
+            AtomicLong at = new AtomicLong();
+            try {
+                Awaitility.await("the key " + key.render() + " to leave its holder")
+                        .atMost(atMost)
+                        .pollDelay(Duration.ZERO)
+                        .pollInterval(Duration.ofMillis(5))
+                        .ignoreExceptions()
+                        .until(() -> {
+                            Optional<dev.leasehold.LeaseInfo> info = service.inspect(key);
+                            at.set(History.now());
+                            return info.isEmpty() || !token.equals(info.get().ownerToken());
+                        });
+            } catch (ConditionTimeoutException e) {
+                return null;
             }
-        }
-        return counts;
+            return at.get();
+        });
     }
 }

@@ -4,6 +4,8 @@ import dev.leasehold.Lease;
 import dev.leasehold.LeaseOptions;
 import dev.leasehold.LockKey;
 import dev.leasehold.LockService;
+import dev.leasehold.faults.History.Kind;
+import dev.leasehold.faults.History.Result;
 import dev.leasehold.jdbc.Database;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
@@ -16,13 +18,16 @@ import org.awaitility.Awaitility;
 /**
  * 1. A holder JVM is stopped ({@code SIGSTOP}) past its lease; this JVM takes the key and writes
  * through the fence; the holder is resumed and writes at once, as a holder paused between its check
- * and its write would. Its fenced write must be rejected (the row keeps this JVM's write); its
- * canary, the same write without the fence, lands over it.
+ * and its write would. Its fenced write must be rejected (the row keeps this JVM's write): the
+ * history checker finds a write accepted after a newer fence's. Its canary, the same write without
+ * the fence, lands over it. A {@link Workload} runs meanwhile.
  */
 final class PausedHolder implements Scenario {
 
     static final String TITLE = "1 paused holder";
     private static final Duration LEASE = Duration.ofMillis(1000);
+    /** The overlap the history checker allows: from a lease's local deadline to its {@code onLost}. */
+    static final Duration OVERLAP = Duration.ofMillis(200);
 
     @Override
     public String title() {
@@ -39,10 +44,12 @@ final class PausedHolder implements Scenario {
         Database database = StoreSpec.database(backend);
         String storeSpec = StoreSpec.forBackend(backend);
         Tally tally = new Tally(TITLE, backend);
+        History history = new History();
         try (PrivateDatabase db = PrivateDatabase.create(database);
                 Library.Store store = StoreSpec.open(storeSpec, db.dataSource(), database);
                 LockService locks = Library.locks(store.store())) {
             createTables(db);
+            Workload.createTable(db);
             try (ChildJvm holder = ChildJvm.start(
                     "paused-holder-" + backend,
                     HolderMain.class,
@@ -51,12 +58,17 @@ final class PausedHolder implements Scenario {
                     storeSpec,
                     db.spec().encode())) {
                 holder.expect("READY", Duration.ofSeconds(60));
-                int rounds = profile.times(2);
-                for (int round = 0; round < rounds; round++) {
-                    round(db, store, locks, holder, LockKey.of("paused", "acct" + round), tally);
+                Workload load = new Workload("W", locks, db.dataSource(), history, "paused", LEASE, profile);
+                try {
+                    for (int round = 0; profile.more(round, 2, history.size()); round++) {
+                        round(db, store, locks, holder, LockKey.of("paused", "acct" + round), history, tally);
+                    }
+                } finally {
+                    load.close();
                 }
                 holder.send("QUIT");
             }
+            tally.check(new HistoryChecker(OVERLAP, true), history, Workload.effectCounts(db.dataSource()));
         }
         return tally.outcome();
     }
@@ -68,17 +80,30 @@ final class PausedHolder implements Scenario {
         }
     }
 
+    /**
+     * One round. The paused holder's grant is not recorded (the fault pauses it past its lease, so
+     * it overlaps the next one by design); its write is, and the history checker refuses it if the
+     * guarded row accepted it after the new holder's.
+     */
     private static void round(
-            PrivateDatabase db, Library.Store store, LockService locks, ChildJvm holder, LockKey key, Tally tally)
+            PrivateDatabase db,
+            Library.Store store,
+            LockService locks,
+            ChildJvm holder,
+            LockKey key,
+            History history,
+            Tally tally)
             throws Exception {
         String id = key.render();
         db.execute(
                 "INSERT INTO fault_account (id, owner, fence) VALUES ('" + id + "', 'none', 0)",
                 "INSERT INTO fault_canary (id, owner, fence) VALUES ('" + id + "', 'none', 0)");
         holder.send("ACQUIRE " + id + " " + LEASE.toMillis());
-        long first =
-                Long.parseLong(holder.expect("HELD", Duration.ofSeconds(30)).split(" ")[0]);
+        String[] held = holder.expect("HELD", Duration.ofSeconds(30)).split(" ");
+        long first = Long.parseLong(held[0]);
+        String pausedOwner = held[2];
         holder.pause();
+        history.fault("SIGSTOP the holder of " + id);
         try {
             // The store's own view decides: the lease is gone once the store says nobody holds it.
             Awaitility.await("the paused holder's lease to expire in the store")
@@ -86,35 +111,61 @@ final class PausedHolder implements Scenario {
                     .pollInterval(Duration.ofMillis(50))
                     .until(() -> store.store().inspect(key).isEmpty());
             long start = System.nanoTime();
-            try (Lease lease = locks.acquire(
+            long invoked = History.now();
+            Lease lease = locks.acquire(
                     key,
                     LeaseOptions.builder()
                             .leaseFor(Duration.ofSeconds(10))
                             .waitFor(Duration.ofSeconds(5))
-                            .build())) {
+                            .build());
+            try {
+                history.add("S", Kind.ACQUIRE, id, lease.ownerToken(), invoked, lease.fence(), Result.OK, null, null);
                 if (lease.fence() <= first) {
                     tally.violation(
                             "new holder of " + id + " got fence " + lease.fence() + ", not above the paused " + first);
                 }
-                if (!HolderMain.write(db.dataSource(), lease, "new").equals("accepted")) {
+                long write = History.now();
+                boolean accepted =
+                        HolderMain.write(db.dataSource(), lease, "new").equals("accepted");
+                history.add(
+                        "S",
+                        Kind.WRITE,
+                        id,
+                        lease.ownerToken(),
+                        write,
+                        lease.fence(),
+                        accepted ? Result.OK : Result.REFUSED,
+                        "fault_account",
+                        null);
+                if (!accepted) {
                     tally.violation("the new holder's fenced write to " + id + " was rejected");
                 }
                 tally.stallSince(start);
                 // The paused holder's next command is its write: it runs the moment it resumes.
+                long resumedWrite = History.now();
                 holder.send("WRITE " + id + " paused");
                 long resumed = System.nanoTime();
                 holder.resume();
+                history.fault("SIGCONT the holder of " + id);
                 String wrote = holder.expect("WROTE", Duration.ofSeconds(30));
                 tally.stallSince(resumed);
-                if (wrote.equals("accepted")) {
-                    tally.violation("the resumed holder's fenced write with fence " + first + " was accepted");
-                }
-                if (!owner(db, "fault_account", id).equals("new")) {
-                    tally.violation("guarded row " + id + " was overwritten by the resumed holder");
-                }
+                history.add(
+                        "H",
+                        Kind.WRITE,
+                        id,
+                        pausedOwner,
+                        resumedWrite,
+                        first,
+                        wrote.equals("accepted") ? Result.OK : Result.REFUSED,
+                        "fault_account",
+                        null);
                 if (owner(db, "fault_canary", id).equals("paused")) {
                     tally.canary("the resumed holder's unfenced write landed over the new holder's on " + id);
                 }
+            } finally {
+                long release = History.now();
+                lease.close();
+                history.add("S", Kind.RELEASE, id, lease.ownerToken(), release, lease.fence(), Result.OK, null, null);
             }
         } finally {
             if (holder.process().isAlive()) {

@@ -5,6 +5,8 @@ import dev.leasehold.LeaseOptions;
 import dev.leasehold.LockKey;
 import dev.leasehold.LockOwner;
 import dev.leasehold.LockService;
+import dev.leasehold.faults.History.Kind;
+import dev.leasehold.faults.History.Result;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.RedisURI;
 import io.lettuce.core.api.StatefulRedisConnection;
@@ -54,6 +56,7 @@ final class PausedStore implements Scenario {
             return Outcome.absent(TITLE, backend, Outcome.Status.TOOL_ABSENT, "redis-server is not installed");
         }
         Tally tally = new Tally(TITLE, backend);
+        History history = new History();
         Path dir = RedisProcess.newDir("paused-store");
         ExecutorService callers = Executors.newCachedThreadPool();
         try (RedisProcess redis = RedisProcess.server(dir);
@@ -63,14 +66,16 @@ final class PausedStore implements Scenario {
             try (LockService a = Library.locks(storeA.store(), confirmations::record);
                     LockService b = Library.locks(storeB.store(), confirmations::record)) {
                 RedisClient rawClient = Library.redisClient(RedisURI.create(redis.uri()));
+                Workload load = new Workload("W", a, null, history, "paused-store", LEASE, profile);
                 try (StatefulRedisConnection<String, String> raw = rawClient.connect()) {
-                    int rounds = profile.times(1);
-                    for (int round = 0; round < rounds; round++) {
-                        round(redis, List.of(a, b), raw, confirmations, callers, tally, round);
+                    for (int round = 0; profile.more(round, 1, history.size()); round++) {
+                        round(redis, List.of(a, b), raw, confirmations, callers, history, tally, round);
                     }
                 } finally {
+                    load.close();
                     rawClient.shutdown();
                 }
+                tally.check(new HistoryChecker(PausedHolder.OVERLAP, true), history, Map.of());
             }
         } finally {
             callers.shutdownNow();
@@ -85,6 +90,7 @@ final class PausedStore implements Scenario {
             StatefulRedisConnection<String, String> raw,
             Confirmations confirmations,
             ExecutorService callers,
+            History history,
             Tally tally,
             int round)
             throws Exception {
@@ -96,11 +102,15 @@ final class PausedStore implements Scenario {
         List<Lease> held = new ArrayList<>();
         Map<Lease, Long> lostAt = new ConcurrentHashMap<>();
         for (int i = 0; i < 4; i++) {
-            Lease lease = services.get(i % 2).acquire(LockKey.of("paused-store", "r" + round + "k" + i), options);
-            lease.onLost(e -> lostAt.put(lease, System.nanoTime()));
+            LockKey key = LockKey.of("paused-store", "r" + round + "k" + i);
+            String process = "H" + (i % 2);
+            // Before the fault: a generous wait, as the workload may keep the store busy.
+            Lease lease = acquire(services.get(i % 2), key, options.withWait(Duration.ofSeconds(10)), history, process);
+            lease.onLost(e -> lostAt.put(lease, history.lost(process, lease)));
             held.add(lease);
         }
         redis.pause();
+        history.fault("SIGSTOP redis, round " + round);
         long pausedAt = System.nanoTime();
         List<Future<Long>> waits = new ArrayList<>();
         List<Future<Long>> rawCalls = new ArrayList<>();
@@ -156,17 +166,44 @@ final class PausedStore implements Scenario {
         for (int i = 0; i < 4; i++) {
             LockKey key = LockKey.of("paused-store", "r" + round + "k" + i);
             LockService service = services.get((i + 1) % 2);
-            try (Lease again = Awaitility.await()
-                    .atMost(Duration.ofSeconds(10))
-                    .ignoreExceptions()
-                    .until(() -> service.acquire(key, options.withWait(Duration.ofSeconds(2))), l -> l != null)) {
+            String process = "H" + ((i + 1) % 2);
+            try {
+                Lease again = Awaitility.await()
+                        .atMost(Duration.ofSeconds(10))
+                        .ignoreExceptions()
+                        .until(
+                                () -> acquire(service, key, options.withWait(Duration.ofSeconds(2)), history, process),
+                                l -> l != null);
                 if (again.isHeld()) {
                     tally.operation();
                 }
+                long release = History.now();
+                again.close();
+                history.add(
+                        process,
+                        Kind.RELEASE,
+                        key.render(),
+                        again.ownerToken(),
+                        release,
+                        again.fence(),
+                        Result.OK,
+                        null,
+                        null);
             } catch (RuntimeException e) {
                 tally.violation(key + " could not be taken again after SIGCONT: " + e);
             }
         }
+    }
+
+    /** A grant, recorded in the history once given. */
+    private static Lease acquire(
+            LockService service, LockKey key, LeaseOptions options, History history, String process)
+            throws InterruptedException {
+        long invoked = History.now();
+        Lease lease = service.acquire(key, options);
+        history.add(
+                process, Kind.ACQUIRE, key.render(), lease.ownerToken(), invoked, lease.fence(), Result.OK, null, null);
+        return lease;
     }
 
     /** When the lease was reported lost, waiting up to 5 s after the pause for the report. */

@@ -15,9 +15,7 @@ import java.sql.PreparedStatement;
 import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Duration;
-import java.util.HashMap;
 import java.util.List;
-import java.util.Map;
 import java.util.Optional;
 import javax.sql.DataSource;
 
@@ -65,8 +63,8 @@ final class PostgresFailover implements Scenario {
             for (int round = 0; round < rounds; round++) {
                 failover(bin.get(), guarded, round, tally, history);
             }
-            HistoryChecker.Verdict verdict =
-                    new HistoryChecker(Duration.ofMillis(100), false).check(history, effectCounts(guarded));
+            HistoryChecker.Verdict verdict = new HistoryChecker(Duration.ofMillis(100), false)
+                    .check(history, HistoryChecker.effectCounts(guarded.dataSource(), GUARDED));
             tally.checked(verdict);
             tally.note("history: " + verdict.summary());
             tally.note("grants are not checked for overlap: the promoted standby lacks the last grants"
@@ -251,18 +249,5 @@ final class PostgresFailover implements Scenario {
                 return row.getLong(1);
             }
         }
-    }
-
-    private static Map<String, Long> effectCounts(PrivateDatabase db) throws SQLException {
-        Map<String, Long> counts = new HashMap<>();
-        try (Connection connection = db.dataSource().getConnection();
-                PreparedStatement select =
-                        connection.prepareStatement("SELECT effect, COUNT(*) FROM " + GUARDED + " GROUP BY effect");
-                ResultSet rows = select.executeQuery()) {
-            while (rows.next()) {
-                counts.put(rows.getString(1), rows.getLong(2));
-            }
-        }
-        return counts;
     }
 }

@@ -8,14 +8,29 @@ import java.util.Locale;
  */
 public enum Profile {
     /** Every scenario, few operations: minutes on two cores. */
-    SHORT(1),
-    /** Every scenario, several times the operations. */
-    LONG(5);
+    SHORT(1, 0),
+    /**
+     * Every scenario, several times the faults, each repeated until its history holds at least
+     * 10 000 operations.
+     */
+    LONG(5, 10_000);
 
     private final int scale;
+    private final int minOperations;
 
-    Profile(int scale) {
+    Profile(int scale, int minOperations) {
         this.scale = scale;
+        this.minOperations = minOperations;
+    }
+
+    /**
+     * Whether a scenario that has done {@code done} rounds of its {@code base} and recorded {@code
+     * operations} goes on with another round: until both {@link #times(int) times(base)} rounds and
+     * this profile's least number of operations are reached (at most 100 times the rounds).
+     */
+    public boolean more(int done, int base, int operations) {
+        int rounds = times(base);
+        return done < rounds || (operations < minOperations && done < rounds * 100);
     }
 
     /** {@code base} operations scaled for this profile. */

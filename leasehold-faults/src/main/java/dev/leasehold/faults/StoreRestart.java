@@ -13,7 +13,9 @@ import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.time.Duration;
 import java.util.Comparator;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.stream.Stream;
 import org.awaitility.Awaitility;
 
@@ -31,8 +33,9 @@ final class StoreRestart implements Scenario {
     static final String OLDER_RDB = "redis, older RDB snapshot";
     static final String AOF_EVERYSEC = "redis, AOF everysec";
 
+    private static final Duration LEASE = Duration.ofSeconds(2);
     private static final LeaseOptions OPTIONS = LeaseOptions.builder()
-            .leaseFor(Duration.ofSeconds(2))
+            .leaseFor(LEASE)
             .waitFor(Duration.ofSeconds(5))
             .build();
 
@@ -52,6 +55,7 @@ final class StoreRestart implements Scenario {
             return Outcome.absent(TITLE, backend, Outcome.Status.TOOL_ABSENT, "redis-server is not installed");
         }
         Tally tally = new Tally(TITLE, backend);
+        History history = new History();
         Path dir = RedisProcess.newDir("restart");
         String[] options = backend.equals(AOF_EVERYSEC)
                 ? new String[] {"--appendonly", "yes", "--appendfsync", "everysec"}
@@ -63,28 +67,25 @@ final class StoreRestart implements Scenario {
                 LockService locks = Library.locks(store.store())) {
             RedisClient raw = Library.redisClient(Library.redisUri(redis.uri(), Duration.ofSeconds(1)));
             try (StatefulRedisConnection<String, String> canary = raw.connect()) {
-                GuardedTable table = new GuardedTable(db, tally);
+                GuardedTable table = new GuardedTable(db, tally, history);
+                Workload.createTable(db);
                 Counter counter = new Counter(canary, tally);
                 LockKey key = LockKey.of("restart", "note1");
-                int restarts = profile.times(2);
-                for (int restart = 0; restart < restarts; restart++) {
-                    grants(locks, key, table, counter, 3, "before restart " + restart);
-                    Path saved = snapshot(backend, redis, canary, dir.resolve("saved-" + restart));
-                    grants(locks, key, table, counter, 3, "after the snapshot " + restart);
-                    Lease held = locks.acquire(key, OPTIONS); // killed mid-hold
-                    table.write(held, "before restart " + restart);
-                    counter.next("the holder during restart " + restart);
-                    redis.kill();
-                    restore(backend, redis, saved);
-                    redis.start();
-                    long start = System.nanoTime();
-                    awaitStore(locks, key);
-                    tally.stallSince(start);
-                    close(held);
-                    grants(locks, key, table, counter, 3, "after restart " + restart);
+                int restarts = 0;
+                Workload load = new Workload("W", locks, db.dataSource(), history, "restart", LEASE, profile);
+                try {
+                    for (; profile.more(restarts, 2, history.size()); restarts++) {
+                        restart(backend, redis, dir, canary, locks, key, table, counter, history, restarts);
+                    }
+                } finally {
+                    load.close();
                 }
                 tally.note(
                         "restarts: " + restarts + ", fences at the guarded table checked: " + tally.operationCount());
+                // The store lost grants by design: fences and effects are checked, not overlaps.
+                Map<String, Long> effects = new HashMap<>(table.effectCounts());
+                effects.putAll(Workload.effectCounts(db.dataSource()));
+                tally.check(new HistoryChecker(Duration.ZERO, false), history, effects);
             } finally {
                 raw.shutdown();
             }
@@ -92,6 +93,35 @@ final class StoreRestart implements Scenario {
             deleteQuietly(dir);
         }
         return tally.outcome();
+    }
+
+    private static void restart(
+            String backend,
+            RedisProcess redis,
+            Path dir,
+            StatefulRedisConnection<String, String> canary,
+            LockService locks,
+            LockKey key,
+            GuardedTable table,
+            Counter counter,
+            History history,
+            int restart)
+            throws Exception {
+        grants(locks, key, table, counter, 3, "before restart " + restart);
+        Path saved = snapshot(backend, redis, canary, dir.resolve("saved-" + restart));
+        grants(locks, key, table, counter, 3, "after the snapshot " + restart);
+        Lease held = locks.acquire(key, OPTIONS); // killed mid-hold
+        table.write(held, "before restart " + restart);
+        counter.next("the holder during restart " + restart);
+        redis.kill();
+        history.fault("kill -9 redis, restart " + restart);
+        restore(backend, redis, saved);
+        redis.start();
+        long start = System.nanoTime();
+        awaitStore(locks, key);
+        counter.tally.stallSince(start);
+        close(held);
+        grants(locks, key, table, counter, 3, "after restart " + restart);
     }
 
     private static void grants(

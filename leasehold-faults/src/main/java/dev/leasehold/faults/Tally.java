@@ -3,6 +3,7 @@ package dev.leasehold.faults;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 
@@ -96,6 +97,13 @@ final class Tally {
             keep("VIOLATION: history: " + v);
         }
         protectedViolations.addAndGet(checked.violationCount());
+    }
+
+    /** Checks {@code history} with {@code checker} and takes its verdict as {@link #checked} does. */
+    void check(HistoryChecker checker, History history, Map<String, Long> effectCounts) {
+        HistoryChecker.Verdict checked = checker.check(history, effectCounts);
+        checked(checked);
+        note("history: " + checked.summary());
     }
 
     Outcome outcome() {
