@@ -21,6 +21,8 @@ import java.util.concurrent.atomic.AtomicLong;
  */
 final class RenewalBatches {
 
+    private static final org.slf4j.Logger log = org.slf4j.LoggerFactory.getLogger(RenewalBatches.class);
+
     /** The longest a renewal waits for others to join its batch. */
     static final long MAX_WINDOW_NANOS = TimeUnit.MILLISECONDS.toNanos(50);
 
@@ -65,7 +67,7 @@ final class RenewalBatches {
         long at = now + windowNanos;
         while (true) {
             long current = leavesAt.get();
-            if (current - at <= 0) {
+            if (current != Long.MAX_VALUE && current - at <= 0) {
                 return; // a batch that leaves no later than this renewal's window is set
             }
             if (leavesAt.compareAndSet(current, at)) {
@@ -156,7 +158,22 @@ final class RenewalBatches {
             return;
         }
         for (int i = 0; i < live.size(); i++) {
-            live.get(i).lease().renewed(sent, live.get(i).dueNanos(), answers.get(i));
+            Due due = live.get(i);
+            Optional<Grant> answer = answers.get(i);
+            try {
+                if (answer == null) {
+                    due.lease()
+                            .renewalFailed(new LeaseStoreException(
+                                    "renew",
+                                    due.lease().key.render(),
+                                    new IllegalStateException("the store gave no answer")));
+                } else {
+                    due.lease().renewed(sent, due.dueNanos(), answer);
+                }
+            } catch (RuntimeException e) {
+                // One lease's bookkeeping never keeps the rest of the batch from their answers.
+                log.warn("handling the renewal of {} failed", due.lease().key, e);
+            }
         }
     }
 }

@@ -29,10 +29,19 @@ final class FakeTime implements Ticker {
 
     private final ReentrantLock lock = new ReentrantLock();
     private final java.util.concurrent.locks.Condition added = lock.newCondition();
-    private final AtomicLong now = new AtomicLong(1_000_000_000L);
+    private final AtomicLong now;
     private final AtomicLong sequence = new AtomicLong();
     private final PriorityQueue<Task> tasks = new PriorityQueue<>(); // guarded by lock
     private final Scheduler scheduler = new Scheduler();
+
+    FakeTime() {
+        this(1_000_000_000L);
+    }
+
+    /** Time that starts at {@code startNanos}: only differences between readings mean anything. */
+    FakeTime(long startNanos) {
+        this.now = new AtomicLong(startNanos);
+    }
 
     @Override
     public long nanos() {

@@ -159,6 +159,34 @@ class RenewalBatchesTest {
     }
 
     @Test
+    void aFewRenewalsLeaveWhenTheirWindowEndsAlsoOnATickerThatReadsNegative() {
+        FakeTime negative = new FakeTime(Long.MIN_VALUE / 2);
+        List<LeaseEvent> seen = new CopyOnWriteArrayList<>();
+        BatchingStore batching = new BatchingStore(new InMemoryLeaseStore(negative, Clock.systemUTC()));
+        try (LockService negativeService = LockService.builder(batching)
+                .ticker(negative)
+                .scheduler(negative.scheduler())
+                .listener(seen::add)
+                .build()) {
+            LeaseOptions options =
+                    LeaseOptions.builder().leaseFor(LEASE).renewal(true).build();
+            for (int i = 0; i < 3; i++) {
+                negativeService
+                        .tryAcquire(LockKey.of("batch", "n" + i), options)
+                        .orElseThrow();
+            }
+            negative.advance(Duration.ofSeconds(1));
+            negative.advance(Duration.ofMillis(50)); // fewer than a batch: they go when the window ends
+            await().atMost(FakeTime.PATIENCE)
+                    .until(() -> seen.stream()
+                                    .filter(e -> e.type() == LeaseEventType.RENEWED)
+                                    .count()
+                            == 3);
+            assertThat(batching.batches).containsExactly(3);
+        }
+    }
+
+    @Test
     void aLateRenewalIsReportedOncePerIntervalAndATimelyOneNever() {
         RenewalLag lag = new RenewalLag();
         LockKey key = LockKey.of("batch", "lag");

@@ -44,11 +44,13 @@ final class JdbcRenewals {
                     .add(renewal);
         }
         for (Map.Entry<Duration, List<Renewal>> group : byLease.entrySet()) {
-            Map<String, Grant> renewed = database == Database.POSTGRESQL
-                    ? updateReturning(
-                            connection, group.getValue(), group.getKey().toMillis())
-                    : updateThenRead(
-                            connection, group.getValue(), group.getKey().toMillis());
+            long millis = group.getKey().toMillis();
+            Map<String, Grant> renewed =
+                    switch (database) {
+                        case POSTGRESQL -> updateReturning(connection, group.getValue(), millis);
+                        case H2 -> mergeReturning(connection, group.getValue(), millis);
+                        case MARIADB -> updateThenRead(connection, group.getValue(), millis);
+                    };
             for (Renewal renewal : group.getValue()) {
                 answers.put(
                         renewal, Optional.ofNullable(renewed.get(renewal.key().render() + "\n" + renewal.owner())));
@@ -106,9 +108,35 @@ final class JdbcRenewals {
 
     /**
      * H2: a {@code MERGE} whose match condition is checked on the row it locks (a plain {@code
-     * UPDATE} that waited for a release could extend the freed row), read from its final table.
+     * UPDATE} that waited for a release could extend the freed row), read from its final table. A
+     * {@code MERGE} may reach each row once, so a key asked for twice (two owners) goes in a second
+     * statement.
      */
     private Map<String, Grant> mergeReturning(Connection connection, List<Renewal> renewals, long millis)
+            throws SQLException {
+        List<List<Renewal>> rounds = new ArrayList<>();
+        List<java.util.Set<String>> roundKeys = new ArrayList<>();
+        for (Renewal renewal : renewals) {
+            int round = 0;
+            while (round < rounds.size()
+                    && roundKeys.get(round).contains(renewal.key().render())) {
+                round++;
+            }
+            if (round == rounds.size()) {
+                rounds.add(new ArrayList<>());
+                roundKeys.add(new java.util.HashSet<>());
+            }
+            roundKeys.get(round).add(renewal.key().render());
+            rounds.get(round).add(renewal);
+        }
+        Map<String, Grant> renewed = new HashMap<>();
+        for (List<Renewal> round : rounds) {
+            renewed.putAll(mergeDistinctKeys(connection, round, millis));
+        }
+        return renewed;
+    }
+
+    private Map<String, Grant> mergeDistinctKeys(Connection connection, List<Renewal> renewals, long millis)
             throws SQLException {
         String now = database.nowMillisSql();
         String sql = "SELECT lock_key, owner_token, fence, expires_at_ms, " + now + " AS now_ms FROM FINAL TABLE ("
@@ -151,9 +179,9 @@ final class JdbcRenewals {
         }
         String read = "SELECT lock_key, owner_token, fence, expires_at_ms, " + now + " AS now_ms"
                 + " FROM leasehold_lease WHERE lock_key IN (" + keyList(renewals.size()) + ")";
-        Map<String, String> owners = new HashMap<>();
+        java.util.Set<String> asked = new java.util.HashSet<>(); // key and owner: a batch may hold a key twice
         for (Renewal renewal : renewals) {
-            owners.put(renewal.key().render(), renewal.owner());
+            asked.add(renewal.key().render() + "\n" + renewal.owner());
         }
         Map<String, Grant> renewed = new HashMap<>();
         try (PreparedStatement statement = connection.prepareStatement(read)) {
@@ -165,7 +193,7 @@ final class JdbcRenewals {
                 while (rows.next()) {
                     String key = rows.getString(1);
                     String owner = rows.getString(2);
-                    if (owner != null && owner.equals(owners.get(key)) && rows.getLong(4) > rows.getLong(5)) {
+                    if (owner != null && asked.contains(key + "\n" + owner) && rows.getLong(4) > rows.getLong(5)) {
                         renewed.put(key + "\n" + owner, grant(rows));
                     }
                 }

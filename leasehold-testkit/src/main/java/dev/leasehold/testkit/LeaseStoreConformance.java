@@ -299,14 +299,16 @@ public abstract class LeaseStoreConformance {
                 new Renewal(mine, owner, Duration.ofSeconds(60)),
                 new Renewal(theirs, owner, Duration.ofSeconds(60)),
                 new Renewal(free, owner, Duration.ofSeconds(60)),
-                new Renewal(alsoMine, owner, Duration.ofSeconds(30))));
+                new Renewal(alsoMine, owner, Duration.ofSeconds(30)),
+                new Renewal(mine, other, Duration.ofSeconds(60)))); // the same key again, another owner
 
-        assertThat(answers).hasSize(4);
+        assertThat(answers).hasSize(5);
         assertThat(answers.get(0)).map(Grant::fence).contains(mineFence);
         assertThat(answers.get(0).orElseThrow().remaining()).isGreaterThan(Duration.ofSeconds(30));
         assertThat(answers.get(1)).as("another owner's lease").isEmpty();
         assertThat(answers.get(2)).as("a free key").isEmpty();
         assertThat(answers.get(3)).map(Grant::fence).contains(alsoMineFence);
+        assertThat(answers.get(4)).as("the same key for an owner that does not hold it").isEmpty();
         assertThat(store.inspect(mine).orElseThrow().remaining()).isGreaterThan(Duration.ofSeconds(30));
         assertThat(store.inspect(alsoMine).orElseThrow().remaining()).isGreaterThan(Duration.ofSeconds(5));
         assertThat(store.inspect(theirs).orElseThrow().remaining())
