@@ -308,7 +308,9 @@ public abstract class LeaseStoreConformance {
         assertThat(answers.get(1)).as("another owner's lease").isEmpty();
         assertThat(answers.get(2)).as("a free key").isEmpty();
         assertThat(answers.get(3)).map(Grant::fence).contains(alsoMineFence);
-        assertThat(answers.get(4)).as("the same key for an owner that does not hold it").isEmpty();
+        assertThat(answers.get(4))
+                .as("the same key for an owner that does not hold it")
+                .isEmpty();
         assertThat(store.inspect(mine).orElseThrow().remaining()).isGreaterThan(Duration.ofSeconds(30));
         assertThat(store.inspect(alsoMine).orElseThrow().remaining()).isGreaterThan(Duration.ofSeconds(5));
         assertThat(store.inspect(theirs).orElseThrow().remaining())
