@@ -15,6 +15,7 @@ import dev.leasehold.jdbc.StaleFenceException;
 import dev.leasehold.spi.ForwardingLeaseStore;
 import dev.leasehold.spi.Grant;
 import dev.leasehold.spi.LeaseStore;
+import dev.leasehold.spi.Renewal;
 import dev.leasehold.spring.actuator.LeaseholdObservations;
 import dev.leasehold.spring.lock.Locked;
 import dev.leasehold.spring.lock.LockedContext;
@@ -118,6 +119,17 @@ abstract class AbstractLockedLeaseLostTest {
                         "renew", key.render(), new SQLTransientConnectionException("renewals refused (test)"));
             }
             return store.renew(key, owner, leaseFor);
+        }
+
+        @Override
+        public List<Optional<Grant>> renewAll(List<Renewal> batch) {
+            if (refusing) {
+                throw new LeaseStoreException(
+                        "renew",
+                        batch.size() + " leases",
+                        new SQLTransientConnectionException("renewals refused (test)"));
+            }
+            return store.renewAll(batch);
         }
     }
 
