@@ -36,7 +36,11 @@ final class LeaseEngine implements LockService {
     private final KeyAcquirer keyAcquirer;
     private final BatchAcquirer batchAcquirer;
     private final boolean reentrant;
-    private final RenewalBatches renewalBatches; // null: each lease is renewed on its own
+    private final LeaseHost host;
+    /** Asked of the store at the first renewal, not at build: a store may connect on first use. */
+    private volatile RenewalBatches renewalBatches; // null: each lease is renewed on its own
+
+    private volatile boolean renewalBatchesKnown;
     private final RenewalLag renewalLag = new RenewalLag();
     private final AtomicBoolean closed = new AtomicBoolean();
 
@@ -58,8 +62,7 @@ final class LeaseEngine implements LockService {
         this.forceWatch = new ForceReleaseWatch(store, threads, slots, closed::get);
         AcquireCalls calls = new AcquireCalls(store, threads, queues);
         LeaseHost host = new Host(ticker);
-        int batchLimit = store.renewalBatchLimit();
-        this.renewalBatches = batchLimit > 1 ? new RenewalBatches(store, batchLimit, host, threads) : null;
+        this.host = host;
         this.keyAcquirer =
                 new KeyAcquirer(host, threads, slots, queues, calls, forceWatch, closed::get, fair, minPoll, maxPoll);
         this.batchAcquirer =
@@ -220,6 +223,20 @@ final class LeaseEngine implements LockService {
         threads.close();
     }
 
+    /** The batches of a store that renews in batches; null when each lease is renewed on its own. */
+    private RenewalBatches renewalBatches() {
+        if (!renewalBatchesKnown) {
+            synchronized (this) {
+                if (!renewalBatchesKnown) {
+                    int limit = store.renewalBatchLimit();
+                    renewalBatches = limit > 1 ? new RenewalBatches(store, limit, host, threads) : null;
+                    renewalBatchesKnown = true;
+                }
+            }
+        }
+        return renewalBatches;
+    }
+
     /** What the engine's held leases use of it. */
     private final class Host implements LeaseHost {
         private final Ticker ticker;
@@ -240,11 +257,11 @@ final class LeaseEngine implements LockService {
 
         @Override
         public Future<?> requestRenewal(HeldLease lease, long dueNanos) {
-            if (renewalBatches == null) {
+            RenewalBatches batches = renewalBatches();
+            if (batches == null) {
                 return threads.submitRenewal(() -> lease.renewNow(dueNanos));
             }
-            renewalBatches.add(
-                    lease, RenewalBatches.window(lease.renewal().leaseFor().toNanos()));
+            batches.add(lease, RenewalBatches.window(lease.renewal().leaseFor().toNanos()));
             return null;
         }
 
