@@ -12,6 +12,7 @@ import java.util.Optional;
 import java.util.concurrent.Future;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -38,9 +39,8 @@ final class LeaseEngine implements LockService {
     private final boolean reentrant;
     private final LeaseHost host;
     /** Asked of the store at the first renewal, not at build: a store may connect on first use. */
-    private volatile RenewalBatches renewalBatches; // null: each lease is renewed on its own
+    private final AtomicReference<Optional<RenewalBatches>> renewalBatches = new AtomicReference<>();
 
-    private volatile boolean renewalBatchesKnown;
     private final RenewalLag renewalLag = new RenewalLag();
     private final AtomicBoolean closed = new AtomicBoolean();
 
@@ -225,16 +225,14 @@ final class LeaseEngine implements LockService {
 
     /** The batches of a store that renews in batches; null when each lease is renewed on its own. */
     private RenewalBatches renewalBatches() {
-        if (!renewalBatchesKnown) {
-            synchronized (this) {
-                if (!renewalBatchesKnown) {
-                    int limit = store.renewalBatchLimit();
-                    renewalBatches = limit > 1 ? new RenewalBatches(store, limit, host, threads) : null;
-                    renewalBatchesKnown = true;
-                }
-            }
+        Optional<RenewalBatches> known = renewalBatches.get();
+        if (known == null) {
+            int limit = store.renewalBatchLimit();
+            renewalBatches.compareAndSet(
+                    null, Optional.ofNullable(limit > 1 ? new RenewalBatches(store, limit, host, threads) : null));
+            known = renewalBatches.get();
         }
-        return renewalBatches;
+        return known.orElse(null);
     }
 
     /** What the engine's held leases use of it. */
