@@ -53,33 +53,33 @@ class DocumentedCommandsTest {
                     "mvn -q -B install -DskipTests",
                     "the first half of the README's start commands, which .ci/docs-commands runs as printed"),
             Map.entry(
-                    "mvn -q -B install -DskipTests && mvn -q -B -pl leasehold-bench exec:java",
+                    "mvn -q -B install -DskipTests && mvn -q -B -pl tools/leasehold-bench exec:java",
                     "the benchmark takes minutes on quiet machines and rewrites docs/bench; measured, never asserted"),
             Map.entry(
-                    "mvn -q -B -pl leasehold-bench -am compile dependency:build-classpath -Dmdep.outputFile=target/cp.txt",
+                    "mvn -q -B -pl tools/leasehold-bench -am compile dependency:build-classpath -Dmdep.outputFile=target/cp.txt",
                     "sets up the many-process benchmark, which is measured by hand, never asserted"),
             Map.entry(
-                    "cd leasehold-bench && java -cp target/classes:$(cat target/cp.txt) dev.leasehold.bench.MultiProcessBench",
+                    "cd tools/leasehold-bench && java -cp target/classes:$(cat target/cp.txt) dev.leasehold.bench.MultiProcessBench",
                     "the many-process benchmark: minutes of load on quiet machines, measured, never asserted"),
             Map.entry(
-                    "cd leasehold-bench && java -cp target/classes:$(cat target/cp.txt) dev.leasehold.bench.HeldLeasesBench",
+                    "cd tools/leasehold-bench && java -cp target/classes:$(cat target/cp.txt) dev.leasehold.bench.HeldLeasesBench",
                     "the held-leases benchmark: minutes of load against a private Redis, measured, never asserted"),
-            Map.entry("cd leasehold-bench", "a step of the profiling recipe, run by hand"),
+            Map.entry("cd tools/leasehold-bench", "a step of the profiling recipe, run by hand"),
             Map.entry(
                     "java \"-XX:StartFlightRecording=delay=4s,filename=redis.jfr,settings=profile,jdk.ExecutionSample#period=1ms\""
                             + " -cp target/classes:$(cat target/cp.txt) dev.leasehold.bench.ProfileDriver leasehold-redis busy 1 16",
                     "a profiling recipe: a flight recording to read by hand, nothing to assert"),
             Map.entry(
-                    "mvn -q -B -pl leasehold-bench dependency:build-classpath -Dmdep.outputFile=cp.txt",
+                    "mvn -q -B -pl tools/leasehold-bench dependency:build-classpath -Dmdep.outputFile=cp.txt",
                     "sets up the JMH benchmarks, which are measured by hand, never asserted"),
             Map.entry(
-                    "java -cp leasehold-bench/target/classes:$(cat leasehold-bench/cp.txt) org.openjdk.jmh.Main InProcessBenchmarks",
+                    "java -cp tools/leasehold-bench/target/classes:$(cat tools/leasehold-bench/cp.txt) org.openjdk.jmh.Main InProcessBenchmarks",
                     "JMH benchmarks: minutes per run, measured, never asserted"),
             Map.entry(
-                    "mvn -B -pl leasehold-faults -am verify",
+                    "mvn -B -pl tools/leasehold-faults -am verify",
                     "part of `mvn -B verify` (.ci/run), which runs every fault scenario with the short profile"),
             Map.entry(
-                    "mvn -B -pl leasehold-faults -am -DskipTests -Pfault-report verify -Dfaults.profile=long",
+                    "mvn -B -pl tools/leasehold-faults -am -DskipTests -Pfault-report verify -Dfaults.profile=long",
                     "the long fault profile (five times the operations) takes too long for CI and rewrites"
                             + " docs/faults/latest.md; the short profile runs in `mvn -B verify`"),
             Map.entry(
@@ -283,17 +283,15 @@ class DocumentedCommandsTest {
         List<Path> files = new ArrayList<>();
         try (Stream<Path> top = Files.list(ROOT);
                 Stream<Path> docs = Files.walk(ROOT.resolve("docs"));
-                Stream<Path> examples = Files.list(ROOT.resolve("examples"))) {
-            // README, CONTRIBUTING and the other pages at the top, and each module's README
-            top.forEach(p -> {
-                if (p.toString().endsWith(".md")) {
-                    files.add(p);
-                } else if (Files.exists(p.resolve("README.md")) && Files.exists(p.resolve("pom.xml"))) {
-                    files.add(p.resolve("README.md"));
-                }
-            });
+                Stream<Path> modules = Files.walk(ROOT, 2)) {
+            // README, CONTRIBUTING and the other pages at the top
+            top.filter(p -> p.toString().endsWith(".md")).forEach(files::add);
             docs.filter(p -> p.toString().endsWith(".md")).forEach(files::add);
-            examples.map(p -> p.resolve("README.md")).filter(Files::exists).forEach(files::add);
+            // each module's README, at the top or one folder down (stores/, spring/, examples/, tools/)
+            modules.filter(p -> !p.equals(ROOT) && Files.exists(p.resolve("pom.xml")))
+                    .map(p -> p.resolve("README.md"))
+                    .filter(Files::exists)
+                    .forEach(files::add);
         }
         files.sort(null);
         List<Command> found = new ArrayList<>();
