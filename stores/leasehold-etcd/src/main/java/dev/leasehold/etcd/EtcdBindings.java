@@ -10,6 +10,7 @@ import io.etcd.jetcd.KeyValue;
 import io.etcd.jetcd.Lease;
 import io.etcd.jetcd.kv.TxnResponse;
 import io.etcd.jetcd.lease.LeaseGrantResponse;
+import io.etcd.jetcd.lease.LeaseKeepAliveResponse;
 import io.etcd.jetcd.lease.NoSuchLeaseException;
 import io.etcd.jetcd.op.Cmp;
 import io.etcd.jetcd.op.CmpTarget;
@@ -21,6 +22,7 @@ import java.nio.charset.StandardCharsets;
 import java.time.Duration;
 import java.util.List;
 import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicLong;
 import org.slf4j.Logger;
@@ -153,8 +155,21 @@ final class EtcdBindings {
 
     /** The TTL the lease was refreshed to, or 0 if etcd no longer has it. */
     long keepAlive(LockKey key, long leaseId) {
+        return keptAlive(key, keepAliveAsync(leaseId), calls.deadline());
+    }
+
+    /** Sends one keep-alive of {@code leaseId}; {@link #keptAlive} waits for its answer. */
+    CompletableFuture<LeaseKeepAliveResponse> keepAliveAsync(long leaseId) {
+        return leases.keepAliveOnce(leaseId);
+    }
+
+    /**
+     * The TTL etcd gave the lease by the keep-alive {@code sent}, or 0 if the lease is gone; waits
+     * until {@code deadlineNanos} at most.
+     */
+    long keptAlive(LockKey key, CompletableFuture<LeaseKeepAliveResponse> sent, long deadlineNanos) {
         try {
-            return calls.call("renew", key, leases.keepAliveOnce(leaseId)).getTTL();
+            return calls.call("renew", key.render(), sent, deadlineNanos).getTTL();
         } catch (LeaseStoreException e) {
             if (e.getCause() instanceof NoSuchLeaseException) {
                 return 0;

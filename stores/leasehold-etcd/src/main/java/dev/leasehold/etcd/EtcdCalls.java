@@ -29,8 +29,21 @@ final class EtcdCalls {
      * @throws LeaseStoreException naming {@code what} on a failure, a timeout or an interrupt
      */
     <T> T call(String operation, String what, CompletableFuture<T> future) {
+        return call(operation, what, future, deadline());
+    }
+
+    /** The deadline, in {@link System#nanoTime()}, of a call that starts now. */
+    long deadline() {
+        return System.nanoTime() + timeout.toNanos();
+    }
+
+    /**
+     * As {@link #call(String, String, CompletableFuture)}, waiting until {@code deadlineNanos} at
+     * most: calls sent together share one deadline, so a batch waits one timeout, not one each.
+     */
+    <T> T call(String operation, String what, CompletableFuture<T> future, long deadlineNanos) {
         try {
-            return future.get(timeout.toMillis(), TimeUnit.MILLISECONDS);
+            return future.get(Math.max(0, deadlineNanos - System.nanoTime()), TimeUnit.NANOSECONDS);
         } catch (InterruptedException e) {
             future.cancel(true);
             Thread.currentThread().interrupt();

@@ -12,6 +12,7 @@ import dev.leasehold.spi.LeaseStore;
 import dev.leasehold.spi.OwnerTokens;
 import dev.leasehold.spi.ReleaseNotice;
 import dev.leasehold.spi.ReleaseSubscription;
+import dev.leasehold.spi.Renewal;
 import io.etcd.jetcd.ByteSequence;
 import io.etcd.jetcd.Client;
 import io.etcd.jetcd.KV;
@@ -68,6 +69,7 @@ public final class EtcdLeaseStore implements LeaseStore {
     private final EtcdWatches watches;
     private final EtcdKeys keys;
     private final Clock clock;
+    private final EtcdRenewals renewals;
 
     private final AtomicBoolean closed = new AtomicBoolean();
 
@@ -78,6 +80,8 @@ public final class EtcdLeaseStore implements LeaseStore {
         this.bindings = new EtcdBindings(kv, builder.client.getLeaseClient(), keys, calls);
         this.watches = new EtcdWatches(builder.client.getWatchClient(), keys, builder.timeout);
         this.clock = builder.clock;
+        this.renewals =
+                new EtcdRenewals(kv, keys, calls, bindings, this::grant, r -> renew(r.key(), r.owner(), r.leaseFor()));
     }
 
     /** A builder for a store on the cluster {@code client} talks to; the client stays the caller's. */
@@ -193,6 +197,21 @@ public final class EtcdLeaseStore implements LeaseStore {
             return Optional.of(grant(current.getCreateRevision(), granted));
         }
         return Optional.empty();
+    }
+
+    /**
+     * Renews the batch with its keep-alives in flight at once and one transaction reading its keys
+     * back: two waits for up to {@value EtcdRenewals#LIMIT} leases. A lease judged as {@link #renew}
+     * judges it; one this store did not bind, or that changes length, is renewed on its own.
+     */
+    @Override
+    public List<Optional<Grant>> renewAll(List<Renewal> batch) {
+        return renewals.renew(batch);
+    }
+
+    @Override
+    public int renewalBatchLimit() {
+        return EtcdRenewals.LIMIT;
     }
 
     /**

@@ -1,10 +1,14 @@
 package dev.leasehold.bench;
 
 import com.sun.management.OperatingSystemMXBean;
+import com.zaxxer.hikari.HikariDataSource;
 import dev.leasehold.Lease;
 import dev.leasehold.LeaseOptions;
 import dev.leasehold.LockKey;
 import dev.leasehold.LockService;
+import dev.leasehold.jdbc.Database;
+import dev.leasehold.jdbc.JdbcLeaseStore;
+import dev.leasehold.jdbc.JdbcSchema;
 import dev.leasehold.redis.RedisLeaseStore;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.api.StatefulRedisConnection;
@@ -15,6 +19,10 @@ import java.lang.management.ManagementFactory;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.sql.Connection;
+import java.sql.ResultSet;
+import java.sql.SQLException;
+import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -37,7 +45,12 @@ import org.redisson.config.Config;
  * </pre>
  *
  * {@code -Dbench.held=1000,10000,50000}, {@code -Dbench.hold=30}, {@code -Dbench.lease-ms=6000},
- * {@code -Dbench.out} (target/bench; the report is {@code held-leases.md}).
+ * {@code -Dbench.out} (target/bench; the report is {@code held-leases.md}), {@code
+ * -Dbench.contenders} ({@code leasehold,redisson}; also {@code leasehold-postgresql} and {@code
+ * leasehold-mariadb}: the SQL store on database {@value MultiProcessBench#BENCH_DATABASE} of the
+ * servers of {@code bench.postgres} and {@code bench.mariadb}, counting the server's committed
+ * transactions (PostgreSQL, that database only) or statements (MariaDB, the whole server) in
+ * place of scripts).
  */
 public final class HeldLeasesBench {
 
@@ -54,34 +67,44 @@ public final class HeldLeasesBench {
         }
         int hold = Integer.getInteger("bench.hold", 30);
         long leaseMs = Long.getLong("bench.lease-ms", 6000);
-        StringBuilder report = new StringBuilder("# Holding many leases on Redis\n\n")
+        StringBuilder report = new StringBuilder("# Holding many leases\n\n")
                 .append("Leases of ")
                 .append(leaseMs)
                 .append(" ms renewed by the library, held ")
                 .append(hold)
-                .append(" s; each contender in its own JVM against one private `redis-server`; `")
+                .append(" s; each contender in its own JVM (Redis contenders against one private `redis-server`); `")
                 .append(Runtime.getRuntime().availableProcessors())
-                .append("` cores. CPU is the client process's over the hold; scripts are the server's")
-                .append(" `EVAL`/`EVALSHA` calls over the hold.\n\n")
+                .append("` cores. CPU is the client process's over the hold; server calls are Redis's")
+                .append(" `EVAL`/`EVALSHA` calls, PostgreSQL's committed transactions of the bench database,")
                 .append(
-                        "| held N | contender | client CPU / hold | share of a core | scripts/s | lost | lowest TTL of a sample |\n")
+                        " MariaDB's statements (`Questions`, the whole server), over the hold, less the sample's reads.\n\n")
+                .append(
+                        "| held N | contender | client CPU / hold | share of a core | server calls/s | lost | lowest TTL of a sample |\n")
                 .append("|---:|---|---:|---:|---:|---:|---:|\n");
+        List<String> contenders = List.of(
+                System.getProperty("bench.contenders", "leasehold,redisson").split(","));
         try (PrivateRedis redis = PrivateRedis.start()) {
             for (int n : counts) {
-                for (String contender : List.of("leasehold", "redisson")) {
-                    String line = runChild(contender, n, leaseMs, hold, redis.uri);
+                for (String contender : contenders) {
+                    String target = redis.uri;
+                    if (contender.startsWith("leasehold-")) {
+                        target = prepareDatabase(contender.substring("leasehold-".length()));
+                    }
+                    String line = runChild(contender, n, leaseMs, hold, target);
                     String[] f = line.split(" ");
                     double cpuSeconds = Long.parseLong(f[0]) / 1e9;
                     report.append(String.format(
                             "| %d | %s | %.1f s | %.0f %% | %.0f | %s | %s ms |%n",
                             n,
-                            contender.equals("leasehold") ? "Leasehold (Redis)" : "Redisson 3 `RLock`",
+                            name(contender),
                             cpuSeconds,
                             100 * cpuSeconds / hold,
                             Long.parseLong(f[1]) / (double) hold,
                             f[2],
                             f[3]));
-                    flush(redis.uri);
+                    if (!contender.startsWith("leasehold-")) {
+                        flush(redis.uri);
+                    }
                 }
             }
         }
@@ -89,6 +112,58 @@ public final class HeldLeasesBench {
         Files.createDirectories(out);
         Files.writeString(out.resolve("held-leases.md"), report.toString());
         System.out.print(report);
+    }
+
+    private static String name(String contender) {
+        return switch (contender) {
+            case "leasehold" -> "Leasehold (Redis)";
+            case "redisson" -> "Redisson 3 `RLock`";
+            case "leasehold-postgresql" -> "Leasehold (PostgreSQL; commits/s)";
+            case "leasehold-mariadb" -> "Leasehold (MariaDB; statements/s, whole server)";
+            default -> throw new IllegalArgumentException("unknown contender " + contender);
+        };
+    }
+
+    /** Creates the bench database and its lease tables, emptied; returns its JDBC URL. */
+    private static String prepareDatabase(String backend) throws SQLException {
+        boolean postgres = backend.equals("postgresql");
+        String admin = postgres ? MultiProcessBench.adminPostgres() : MultiProcessBench.adminMariadb();
+        try (HikariDataSource pool = MultiProcessBench.fixedPool(admin, MultiProcessBench.user(backend), 1);
+                Connection c = pool.getConnection();
+                Statement s = c.createStatement()) {
+            if (postgres) {
+                try (ResultSet row = s.executeQuery(
+                        "SELECT 1 FROM pg_database WHERE datname = '" + MultiProcessBench.BENCH_DATABASE + "'")) {
+                    if (!row.next()) {
+                        s.execute("CREATE DATABASE " + MultiProcessBench.BENCH_DATABASE);
+                    }
+                }
+            } else {
+                s.execute("CREATE DATABASE IF NOT EXISTS " + MultiProcessBench.BENCH_DATABASE);
+            }
+        }
+        String url = MultiProcessBench.inBenchDatabase(admin);
+        try (HikariDataSource setup = MultiProcessBench.fixedPool(url, MultiProcessBench.user(backend), 1)) {
+            JdbcSchema.create(setup, postgres ? Database.POSTGRESQL : Database.MARIADB);
+            try (Connection c = setup.getConnection();
+                    Statement s = c.createStatement()) {
+                s.execute("DELETE FROM leasehold_lease WHERE lock_key LIKE 'held:%'");
+            }
+        }
+        return url;
+    }
+
+    /** The server's count of the work the SQL store sends: see the class comment. */
+    private static long statements(HikariDataSource pool, boolean postgres) throws SQLException {
+        try (Connection c = pool.getConnection();
+                Statement s = c.createStatement();
+                ResultSet row = s.executeQuery(
+                        postgres
+                                ? "SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = current_database()"
+                                : "SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'QUESTIONS'")) {
+            row.next();
+            return row.getLong(1);
+        }
     }
 
     private static void flush(String uri) {
@@ -150,6 +225,10 @@ public final class HeldLeasesBench {
     }
 
     private static void child(String contender, int n, long leaseMs, int hold, String uri) throws Exception {
+        if (contender.startsWith("leasehold-")) {
+            sqlChild(contender.substring("leasehold-".length()), n, leaseMs, hold, uri);
+            System.exit(0);
+        }
         RedisClient adminClient = RedisClient.create(uri);
         try (StatefulRedisConnection<String, String> admin = adminClient.connect()) {
             AtomicInteger lost = new AtomicInteger();
@@ -234,5 +313,58 @@ public final class HeldLeasesBench {
             adminClient.shutdown();
         }
         System.exit(0);
+    }
+
+    private static void sqlChild(String backend, int n, long leaseMs, int hold, String url) throws Exception {
+        boolean postgres = backend.equals("postgresql");
+        AtomicInteger lost = new AtomicInteger();
+        long lowestTtl = Long.MAX_VALUE;
+        long sampled = 0;
+        try (HikariDataSource pool = MultiProcessBench.fixedPool(url, MultiProcessBench.user(backend), 8);
+                HikariDataSource counting = MultiProcessBench.fixedPool(url, MultiProcessBench.user(backend), 1)) {
+            JdbcLeaseStore store = JdbcLeaseStore.builder(pool)
+                    .database(postgres ? Database.POSTGRESQL : Database.MARIADB)
+                    .build();
+            long cpu;
+            long statements;
+            try (LockService service = LockService.builder(store).build()) {
+                LeaseOptions options = LeaseOptions.builder()
+                        .leaseFor(Duration.ofMillis(leaseMs))
+                        .renewal(true)
+                        .build();
+                List<Lease> leases = new ArrayList<>(n);
+                for (int i = 0; i < n; i++) {
+                    Lease lease = service.tryAcquire(LockKey.of("held", "k" + i), options)
+                            .orElseThrow();
+                    lease.onLost(e -> lost.incrementAndGet());
+                    leases.add(lease);
+                }
+                long cpu0 = cpuNanos();
+                long statements0 = statements(counting, postgres);
+                long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(hold);
+                while (System.nanoTime() < end) {
+                    Thread.sleep(500);
+                    for (int i = 0; i < n; i += Math.max(1, n / 50)) {
+                        sampled++;
+                        lowestTtl = Math.min(
+                                lowestTtl,
+                                store.inspect(leases.get(i).key())
+                                        .map(info -> info.remaining().toMillis())
+                                        .orElse(0L));
+                    }
+                }
+                cpu = cpuNanos() - cpu0;
+                // the sample's reads are the bench's, not the store's renewals
+                statements = statements(counting, postgres) - statements0 - sampled;
+                for (Lease lease : leases) {
+                    if (!lease.isHeld()) {
+                        lost.incrementAndGet();
+                    }
+                }
+            } finally {
+                store.close();
+            }
+            System.out.println("RESULT " + cpu + " " + Math.max(0, statements) + " " + lost.get() + " " + lowestTtl);
+        }
     }
 }

@@ -1,0 +1,159 @@
+package dev.leasehold.etcd;
+
+import static dev.leasehold.etcd.EtcdBindings.ownedBy;
+
+import dev.leasehold.LeaseStoreException;
+import dev.leasehold.LockKey;
+import dev.leasehold.spi.Grant;
+import dev.leasehold.spi.OwnerTokens;
+import dev.leasehold.spi.Renewal;
+import io.etcd.jetcd.KV;
+import io.etcd.jetcd.KeyValue;
+import io.etcd.jetcd.kv.GetResponse;
+import io.etcd.jetcd.kv.TxnResponse;
+import io.etcd.jetcd.lease.LeaseKeepAliveResponse;
+import io.etcd.jetcd.op.Op;
+import io.etcd.jetcd.options.GetOption;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+
+/**
+ * The batch renewal of an {@link EtcdLeaseStore}: every keep-alive of the batch in flight at once,
+ * then one transaction that reads every key back, so a batch costs two waits where renewing lease
+ * by lease costs two per lease. Each lease is judged as a single renewal judges it: renewed only
+ * while its key is still the owner's and still on the lease that was kept alive. A lease this
+ * store did not bind, or whose answer asks for more (another length, a newer binding), is renewed
+ * on its own. Thread-safe.
+ */
+final class EtcdRenewals {
+
+    /**
+     * The most leases one transaction reads back; etcd refuses a transaction of more than its
+     * {@code --max-txn-ops} operations (128 by default).
+     */
+    static final int LIMIT = 100;
+
+    private final KV kv;
+    private final EtcdKeys keys;
+    private final EtcdCalls calls;
+    private final EtcdBindings bindings;
+    private final Grants grants;
+    private final Single single;
+
+    /** How a lease is renewed on its own: the store's {@code renew}. */
+    interface Single {
+        Optional<Grant> renew(Renewal renewal);
+    }
+
+    /** The store's grant of a fence for a number of seconds. */
+    interface Grants {
+        Grant of(long fence, long ttlSeconds);
+    }
+
+    EtcdRenewals(KV kv, EtcdKeys keys, EtcdCalls calls, EtcdBindings bindings, Grants grants, Single single) {
+        this.kv = kv;
+        this.keys = keys;
+        this.calls = calls;
+        this.bindings = bindings;
+        this.grants = grants;
+        this.single = single;
+    }
+
+    List<Optional<Grant>> renew(List<Renewal> batch) {
+        List<Optional<Grant>> answers = new ArrayList<>(batch.size());
+        for (int from = 0; from < batch.size(); from += LIMIT) {
+            answers.addAll(renewChunk(batch.subList(from, Math.min(batch.size(), from + LIMIT))));
+        }
+        return answers;
+    }
+
+    private List<Optional<Grant>> renewChunk(List<Renewal> chunk) {
+        int n = chunk.size();
+        long[] leaseIds = new long[n];
+        long[] ttls = new long[n];
+        List<CompletableFuture<LeaseKeepAliveResponse>> sent = new ArrayList<>(n);
+        for (Renewal renewal : chunk) {
+            OwnerTokens.check(renewal.owner());
+            int i = sent.size();
+            ttls[i] = bindings.ttlSeconds(renewal.leaseFor());
+            Long known = bindings.leaseOf(renewal.key().render(), renewal.owner());
+            leaseIds[i] = known == null ? 0 : known;
+            sent.add(known == null ? null : bindings.keepAliveAsync(known));
+        }
+        long[] granted = new long[n];
+        long deadline = calls.deadline(); // one timeout for the keep-alives sent together
+        LeaseStoreException failure = null;
+        for (int i = 0; i < n; i++) {
+            if (sent.get(i) == null) {
+                continue;
+            }
+            try {
+                granted[i] = bindings.keptAlive(chunk.get(i).key(), sent.get(i), deadline);
+            } catch (LeaseStoreException e) {
+                // wait for every answer before failing, so none is left running behind the call
+                failure = failure == null ? e : failure;
+            }
+        }
+        if (failure != null) {
+            throw failure;
+        }
+        // Read after the keep-alives: a key still ours on that lease now was extended while ours.
+        List<KeyValue> current = readBack(chunk, sent);
+        List<Optional<Grant>> answers = new ArrayList<>(n);
+        for (int i = 0; i < n; i++) {
+            Renewal renewal = chunk.get(i);
+            if (sent.get(i) == null) {
+                answers.add(single.renew(renewal));
+                continue;
+            }
+            KeyValue now = current.get(i);
+            if (!ownedBy(now, renewal.owner())) {
+                bindings.forget(renewal.key().render(), renewal.owner());
+                answers.add(Optional.empty());
+            } else if (now.getLease() != leaseIds[i] || (granted[i] > 0 && granted[i] != ttls[i])) {
+                answers.add(single.renew(renewal)); // a newer binding, or another length
+            } else if (granted[i] <= 0) {
+                bindings.forget(renewal.key().render(), renewal.owner());
+                answers.add(Optional.empty());
+            } else {
+                answers.add(Optional.of(grants.of(now.getCreateRevision(), granted[i])));
+            }
+        }
+        return answers;
+    }
+
+    /** Every key whose lease was kept alive, read in one transaction; null where none was sent. */
+    private List<KeyValue> readBack(List<Renewal> chunk, List<CompletableFuture<LeaseKeepAliveResponse>> sent) {
+        List<Op> reads = new ArrayList<>();
+        for (int i = 0; i < chunk.size(); i++) {
+            if (sent.get(i) != null) {
+                reads.add(Op.get(keys.lease(chunk.get(i).key()), GetOption.DEFAULT));
+            }
+        }
+        List<KeyValue> current = new ArrayList<>(chunk.size());
+        if (reads.isEmpty()) {
+            chunk.forEach(r -> current.add(null));
+            return current;
+        }
+        LockKey first = chunk.get(0).key();
+        TxnResponse read = calls.call(
+                "renew",
+                chunk.size() == 1 ? first.render() : first.render() + " and " + (chunk.size() - 1) + " more",
+                kv.txn().Then(reads.toArray(Op[]::new)).commit());
+        List<GetResponse> answers = read.getGetResponses();
+        int next = 0;
+        for (int i = 0; i < chunk.size(); i++) {
+            if (sent.get(i) == null) {
+                current.add(null);
+            } else {
+                List<KeyValue> found =
+                        Objects.requireNonNull(answers.get(next++)).getKvs();
+                current.add(found.isEmpty() ? null : found.get(0));
+            }
+        }
+        return current;
+    }
+}
