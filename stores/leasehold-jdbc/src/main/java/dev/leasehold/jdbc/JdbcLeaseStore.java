@@ -261,7 +261,7 @@ public final class JdbcLeaseStore implements LeaseStore {
             }
             if (feed == null) {
                 feed = dialect.database() == Database.POSTGRESQL
-                        ? new PostgresReleaseListener(calls.dataSource, queue.wake)
+                        ? new PostgresReleaseListener(calls, queue.wake)
                         : new PolledReleaseWatcher(calls.dataSource, dialect, pollInterval);
             }
             return feed;

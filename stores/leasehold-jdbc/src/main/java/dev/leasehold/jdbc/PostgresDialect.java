@@ -22,6 +22,31 @@ final class PostgresDialect {
     static final String CHANNEL = "leasehold_release";
 
     /**
+     * The arrival of a store's watch of a key (WATCH): after every place, so a watch never stands in
+     * the queue's gate ({@code arrived_us < } the caller's arrival never holds for it) and is never
+     * handed the key.
+     */
+    static final String WATCHING = "9223372036854775807";
+
+    /**
+     * The owner token of a store's watches, after its wake id: a control character opens it, which
+     * no owner token has ({@link dev.leasehold.spi.OwnerTokens}), so a watch is never a caller's place.
+     */
+    static final String WATCH_OWNER_PREFIX = "\u0001watch:";
+
+    /**
+     * A store's watch of keys it has release subscribers for, refreshed while they last: a row in
+     * leasehold_waiter that makes a release of the key notify. Positional parameters: the keys (a
+     * varchar array), the watch's owner token, its store's wake id, how long it lives (ms).
+     */
+    static final String WATCH = """
+            INSERT INTO leasehold_waiter AS w (lock_key, owner_token, arrived_us, expires_at_ms, holder, wake)
+            SELECT k, CAST(? AS VARCHAR(128)), %2$s, %1$s + CAST(? AS BIGINT), NULL, CAST(? AS VARCHAR(32))
+              FROM unnest(CAST(? AS VARCHAR(255)[])) AS k
+            ON CONFLICT (lock_key, owner_token) DO UPDATE SET expires_at_ms = EXCLUDED.expires_at_ms
+            """.formatted(NOW, WATCHING);
+
+    /**
      * The waiter queue's gate, over the acquire's parameters {@code p}: no live waiter of the key
      * arrived before the caller's own live place (none at all when the caller has no place).
      */
@@ -103,7 +128,11 @@ final class PostgresDialect {
      *     and keeps its fence;
      *   - gone: the releaser's own place and the key's expired places are deleted;
      *   - the notification names the ended grant: 'r:<fence>:<key>' when freed, or, handed over,
-     *     'h:<ended fence>:<h's store>:<key>', which only h's store passes to its waiters.
+     *     'h:<ended fence>:<h's store>:<key>', which only h's store passes to its waiters;
+     *   - told: it is sent only when the key has a live row of another owner in leasehold_waiter,
+     *     a place or a store's watch (WATCH), so a release that nobody waits for notifies nobody:
+     *     pg_notify serialises the commits of notifying transactions and wakes every listening
+     *     backend. A watch never gets the key (h passes over arrived_us = WATCHING).
      * A notification is delivered when the statement commits, never for a release that rolled back.
      */
     private static final String RELEASE = """
@@ -111,7 +140,11 @@ final class PostgresDialect {
                               %2$s AS now_us),
             h AS (SELECT w.owner_token, w.expires_at_ms, w.holder, w.wake FROM leasehold_waiter w, p
                    WHERE w.lock_key = (SELECT k FROM p) AND w.owner_token <> p.o AND w.expires_at_ms > p.now_ms
+                     AND w.arrived_us < %4$s
                    ORDER BY w.arrived_us, w.owner_token LIMIT 1),
+            told AS (SELECT 1 FROM leasehold_waiter w, p
+                      WHERE w.lock_key = (SELECT k FROM p) AND w.owner_token <> p.o AND w.expires_at_ms > p.now_ms
+                      LIMIT 1),
             ended AS (SELECT l.fence FROM leasehold_lease l, p WHERE l.lock_key = (SELECT k FROM p)),
             freed AS (
               UPDATE leasehold_lease l
@@ -126,12 +159,14 @@ final class PostgresDialect {
             gone AS (
               DELETE FROM leasehold_waiter w USING p, freed f
                WHERE w.lock_key = (SELECT k FROM p) AND (w.owner_token = p.o OR w.expires_at_ms <= p.now_ms))
-            SELECT f.fence, pg_notify('%3$s', CASE WHEN f.owner_token IS NULL
-                                              THEN 'r:' || f.fence || ':' || f.lock_key
-                                              ELSE 'h:' || (SELECT fence FROM ended) || ':' || h.wake || ':' || f.lock_key
-                                              END)
+            SELECT f.fence, CASE WHEN EXISTS (SELECT 1 FROM told)
+                                 THEN pg_notify('%3$s', CASE WHEN f.owner_token IS NULL
+                                                        THEN 'r:' || f.fence || ':' || f.lock_key
+                                                        ELSE 'h:' || (SELECT fence FROM ended) || ':' || h.wake || ':' || f.lock_key
+                                                        END)
+                            END
               FROM freed f LEFT JOIN h ON TRUE
-            """.formatted(NOW, NOW_MICROS, CHANNEL);
+            """.formatted(NOW, NOW_MICROS, CHANNEL, WATCHING);
 
     /*
      * leave: a waiter that gave up drops its place and, if a release handed it the key meanwhile,

@@ -5,9 +5,12 @@ import dev.leasehold.spi.ReleaseFanOut;
 import dev.leasehold.spi.ReleaseNotice;
 import dev.leasehold.spi.ReleaseSubscription;
 import java.sql.Connection;
+import java.sql.PreparedStatement;
 import java.sql.SQLException;
 import java.sql.Statement;
 import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 import javax.sql.DataSource;
@@ -20,6 +23,10 @@ import org.slf4j.LoggerFactory;
  * Release notifications on PostgreSQL: one connection of the store's data source, held for as long
  * as anyone subscribes, LISTENs on {@value PostgresDialect#CHANNEL}; release and force-release
  * notify in their own statement, so a notification arrives exactly when the release commits.
+ * A release notifies only when someone waits for its key: a live place in its queue, or a store's
+ * watch ({@link PostgresDialect#WATCH}), which this listener keeps for every key it has subscribers
+ * for, upserted before a key's first subscription returns and renewed every half second by the
+ * listening thread; without subscribers it lapses within {@link #WATCH_TTL}.
  *
  * <p>A daemon thread waits for notifications on that connection and hands each to the
  * subscribers of its key (and force-releases also to the store-wide subscribers), on that thread.
@@ -34,46 +41,101 @@ final class PostgresReleaseListener extends FeedThread implements ReleaseFeed {
     private static final String FORCE_RELEASES = "(force-releases)";
     private static final Duration SUBSCRIBE_TIMEOUT = Duration.ofSeconds(10);
 
+    /**
+     * How long a watch lives without a refresh: a crashed store's watches, and a watch whose key
+     * lost its last subscriber, end after this.
+     */
+    static final Duration WATCH_TTL = Duration.ofSeconds(2);
+
+    /** How often the watches of keys with subscribers are renewed. */
+    private static final long REFRESH_NANOS = WATCH_TTL.toNanos() / 4;
+
+    /** How long after its upsert a watch is taken to be live, with room for the clocks and the call. */
+    private static final long LIVE_NANOS = WATCH_TTL.toNanos() * 3 / 4;
+
     private final DataSource dataSource;
-    private final ReleaseFanOut releases = new ReleaseFanOut();
+    private final StoreCalls calls;
+    private final String watchOwner;
+
+    /** Keys watched, with the System.nanoTime() until which their watch is surely live. */
+    private final ConcurrentHashMap<String, Long> watchedUntil = new ConcurrentHashMap<>();
+
+    /**
+     * A key's first subscriber upserts its watch unless a live one is left from an earlier
+     * subscriber; a key's last subscriber leaving lets the watch lapse within {@link #WATCH_TTL}
+     * (a waiter that comes back meanwhile costs no statement).
+     */
+    private final ReleaseFanOut releases = new ReleaseFanOut(new ReleaseFanOut.Server() {
+        @Override
+        public void open(String key) {
+            Long until = watchedUntil.get(key);
+            if (until != null && until - System.nanoTime() > 0) {
+                return;
+            }
+            long start = System.nanoTime();
+            calls.executeOn("subscribe to releases", key, connection -> {
+                watch(connection, List.of(key));
+                return null;
+            });
+            watchedUntil.put(key, start + LIVE_NANOS);
+        }
+
+        @Override
+        public void close(String key) {
+            // the watch lapses unless a subscriber comes back
+        }
+    });
+
     private final ReleaseFanOut forceReleases = new ReleaseFanOut();
     private boolean listening; // guarded by lock
     private SQLException lastFailure; // guarded by lock
 
     private final String wake;
 
-    PostgresReleaseListener(DataSource dataSource, String wake) {
-        this.dataSource = dataSource;
+    PostgresReleaseListener(StoreCalls calls, String wake) {
+        this.dataSource = calls.dataSource;
+        this.calls = calls;
         this.wake = wake;
+        this.watchOwner = PostgresDialect.WATCH_OWNER_PREFIX + wake;
     }
 
+    /**
+     * Listens first, then watches the key (on its first subscriber): a release that commits after
+     * this returns sees the watch and notifies, and the notification finds the LISTEN in place.
+     */
     @Override
     public ReleaseSubscription subscribe(String key, Consumer<ReleaseNotice> onRelease) {
-        ReleaseSubscription subscription = releases.subscribe(key, onRelease);
-        awaitListening(subscription, key);
-        return subscription;
+        awaitListening(key);
+        return releases.subscribe(key, onRelease);
     }
 
+    /** Force-releases notify whether or not anyone watches: listening is enough. */
     @Override
     public ReleaseSubscription subscribeForceReleases(Consumer<ReleaseNotice> onForceRelease) {
-        ReleaseSubscription subscription = forceReleases.subscribe(FORCE_RELEASES, onForceRelease);
-        awaitListening(subscription, FORCE_RELEASES);
-        return subscription;
+        awaitListening(FORCE_RELEASES);
+        return forceReleases.subscribe(FORCE_RELEASES, onForceRelease);
+    }
+
+    /** Upserts this store's watch of {@code keys}, living {@link #WATCH_TTL} from now. */
+    private void watch(Connection connection, List<String> keys) throws SQLException {
+        try (PreparedStatement statement = connection.prepareStatement(PostgresDialect.WATCH)) {
+            statement.setString(1, watchOwner);
+            statement.setLong(2, WATCH_TTL.toMillis());
+            statement.setString(3, wake);
+            statement.setArray(4, connection.createArrayOf("varchar", keys.toArray()));
+            statement.executeUpdate();
+        }
     }
 
     /** Starts the listening thread if needed and returns once LISTEN is confirmed by the server. */
-    private void awaitListening(ReleaseSubscription subscription, String what) {
+    private void awaitListening(String what) {
         lock.lock();
         try {
-            if (closed) {
-                subscription.close();
-            }
             startIfNeeded("leasehold-postgresql-listener");
             long deadline = System.nanoTime() + SUBSCRIBE_TIMEOUT.toNanos();
             while (!listening) {
                 long left = deadline - System.nanoTime();
                 if (left <= 0 || closed) {
-                    subscription.close();
                     throw new LeaseStoreException(
                             "subscribe to releases",
                             what,
@@ -85,7 +147,6 @@ final class PostgresReleaseListener extends FeedThread implements ReleaseFeed {
             }
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            subscription.close();
             throw new LeaseStoreException("subscribe to releases", what, e);
         } finally {
             lock.unlock();
@@ -111,7 +172,19 @@ final class PostgresReleaseListener extends FeedThread implements ReleaseFeed {
                     // Releases while the connection was down were not seen: let every waiter look.
                     releases.keys().forEach(key -> releases.publish(new ReleaseNotice(key, 0, false)));
                 }
+                long refreshed = System.nanoTime() - REFRESH_NANOS;
                 while (!closed) {
+                    if (System.nanoTime() - refreshed >= REFRESH_NANOS) {
+                        // Keep this store's watches alive while their keys have subscribers.
+                        long start = System.nanoTime();
+                        List<String> keys = List.copyOf(releases.keys());
+                        if (!keys.isEmpty()) {
+                            watch(connection, keys);
+                            keys.forEach(key -> watchedUntil.put(key, start + LIVE_NANOS));
+                        }
+                        watchedUntil.values().removeIf(until -> until - start <= 0);
+                        refreshed = start;
+                    }
                     PGNotification[] received = notifications.getNotifications(WAIT_MILLIS);
                     if (received != null) {
                         for (PGNotification notification : received) {

@@ -42,7 +42,11 @@ final class StoreCalls {
 
     /** Runs {@code call} as its own transaction; {@code key} is null for calls over all keys. */
     <T> T execute(String operation, LockKey key, SqlCall<T> call) {
-        String keyText = key == null ? "(all)" : key.render();
+        return executeOn(operation, key == null ? "(all)" : key.render(), call);
+    }
+
+    /** Runs {@code call} as its own transaction on a key given as rendered. */
+    <T> T executeOn(String operation, String keyText, SqlCall<T> call) {
         try {
             return transactions.run(dataSource, operation, keyText, call);
         } catch (SQLException e) {

@@ -850,6 +850,108 @@ abstract class AbstractJdbcLeaseStoreTest extends LeaseStoreConformance {
     // ------------------------------------------------------------------ cost
 
     /**
+     * Listens on the channel releases notify, where they notify (PostgreSQL); null where releases
+     * notify nobody (MariaDB and H2 poll).
+     */
+    protected ReleaseChannel listenToReleases() throws SQLException {
+        return null;
+    }
+
+    /** A LISTEN of its own on the release channel. */
+    protected interface ReleaseChannel extends AutoCloseable {
+        /**
+         * The payloads received until the notification of a force-release of {@code sentinel}
+         * (force-releases always notify, and notifications arrive in commit order, so every
+         * notification of an earlier release has arrived by then).
+         */
+        List<String> receivedUntilForceReleaseOf(LockKey sentinel) throws Exception;
+
+        @Override
+        void close() throws SQLException;
+    }
+
+    /** Something to run that may throw. */
+    private interface Step {
+        void run() throws Exception;
+    }
+
+    /** A connection that counts what may cost a round trip: statements created or prepared, commits, rollbacks. */
+    private static Connection countingStatements(Connection connection, java.util.concurrent.atomic.AtomicLong count) {
+        return (Connection) java.lang.reflect.Proxy.newProxyInstance(
+                Connection.class.getClassLoader(), new Class<?>[] {Connection.class}, (proxy, method, args) -> {
+                    switch (method.getName()) {
+                        case "prepareStatement", "createStatement", "prepareCall", "commit", "rollback" ->
+                            count.incrementAndGet();
+                        default -> {
+                            // not a statement
+                        }
+                    }
+                    try {
+                        return method.invoke(connection, args);
+                    } catch (java.lang.reflect.InvocationTargetException e) {
+                        throw e.getCause();
+                    }
+                });
+    }
+
+    private static void assertStatements(
+            java.util.concurrent.atomic.AtomicLong count, int expected, String operation, Step step) throws Exception {
+        long before = count.get();
+        step.run();
+        assertThat(count.get() - before).as("statements of %s", operation).isEqualTo(expected);
+    }
+
+    /**
+     * With nobody waiting, an acquire, a release and a failed try are one statement each, and no
+     * release notifies anyone: on PostgreSQL a release notifies only when the key has a live place
+     * or a store that watches it for its subscribers. Lock + unlock through the lock service costs
+     * two statements. The round trips the server sees are counted by {@code
+     * eachOperationIsOneCommandAtTheServer}.
+     */
+    @Test
+    void withNobodyWaitingAcquireReleaseAndAFailedTryAreOneStatementEachAndNotifyNobody() throws Exception {
+        java.util.concurrent.atomic.AtomicLong statements = new java.util.concurrent.atomic.AtomicLong();
+        DataSource counted = new WrappingDataSource(dataSource(), c -> countingStatements(c, statements));
+        LockKey key = key("quiet");
+        LockKey sentinel = key("sentinel");
+        String owner = LockOwner.create("t").token();
+        try (ReleaseChannel channel = listenToReleases();
+                // Without the store's own release feed, whose polling (MariaDB, H2) would be counted too.
+                JdbcLeaseStore store = JdbcLeaseStore.builder(counted)
+                        .database(database())
+                        .releaseNotifications(false)
+                        .build();
+                LockService service = LockService.builder(store).build()) {
+            for (int round = 0; round < 3; round++) {
+                // A new rival each time: a token asking again would be taken for a waiter, and queue.
+                String rival = LockOwner.create("t").token();
+                assertStatements(
+                        statements, 1, "acquire", () -> assertThat(store.tryAcquire(key, owner, Duration.ofSeconds(30)))
+                                .isInstanceOf(AcquireResult.Granted.class));
+                assertStatements(statements, 1, "failed try", () -> assertThat(
+                                store.tryAcquire(key, rival, Duration.ofSeconds(30)))
+                        .isInstanceOf(AcquireResult.Busy.class));
+                assertStatements(statements, 1, "release", () -> assertThat(store.release(key, owner))
+                        .isTrue());
+                assertStatements(statements, 2, "lock + unlock by the lock service", () -> {
+                    try (Lease lease =
+                            service.acquire(key, LeaseOptions.defaults().withWait(Duration.ofSeconds(5)))) {
+                        assertThat(lease.isHeld()).isTrue();
+                    }
+                });
+            }
+            if (channel != null) {
+                assertThat(store.tryAcquire(sentinel, owner, Duration.ofSeconds(30)))
+                        .isInstanceOf(AcquireResult.Granted.class);
+                assertThat(store.forceRelease(sentinel)).isTrue();
+                assertThat(channel.receivedUntilForceReleaseOf(sentinel))
+                        .as("notifications about a key nobody waits for")
+                        .noneMatch(payload -> payload.endsWith(":" + key.render()));
+            }
+        }
+    }
+
+    /**
      * A store over one connection whose statements the server counts, handed out with {@code
      * autoCommit} as a pool would; empty where the database counts nothing per session.
      */

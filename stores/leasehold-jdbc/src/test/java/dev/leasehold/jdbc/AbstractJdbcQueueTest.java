@@ -591,14 +591,17 @@ abstract class AbstractJdbcQueueTest {
         assertThat(places(liveKey)).containsExactly(liveWaiter);
     }
 
-    /** How many rows the key has in the waiter table, live or ended. */
+    /** The arrival of a store's watch of a key (PostgreSQL): a row of the waiter table, never a place. */
+    private static final String WATCHES = PostgresDialect.WATCHING;
+
+    /** How many places the key has in the waiter table, live or ended (a store's watch is no place). */
     protected int rows(LockKey key) throws java.sql.SQLException {
         if (admin == null) {
             admin = pool();
         }
         try (java.sql.Connection connection = admin.getConnection();
-                java.sql.PreparedStatement statement =
-                        connection.prepareStatement("SELECT COUNT(*) FROM leasehold_waiter WHERE lock_key = ?")) {
+                java.sql.PreparedStatement statement = connection.prepareStatement(
+                        "SELECT COUNT(*) FROM leasehold_waiter WHERE lock_key = ? AND arrived_us < " + WATCHES)) {
             statement.setString(1, key.render());
             try (java.sql.ResultSet row = statement.executeQuery()) {
                 row.next();
@@ -621,7 +624,7 @@ abstract class AbstractJdbcQueueTest {
         try (java.sql.Connection connection = admin.getConnection();
                 java.sql.PreparedStatement statement = connection.prepareStatement(
                         "SELECT owner_token FROM leasehold_waiter WHERE lock_key = ? AND expires_at_ms > ?"
-                                + " ORDER BY arrived_us")) {
+                                + " AND arrived_us < " + WATCHES + " ORDER BY arrived_us")) {
             statement.setString(1, key.render());
             statement.setLong(2, System.currentTimeMillis() - 60_000); // ended places are 0
             List<String> owners = new ArrayList<>();

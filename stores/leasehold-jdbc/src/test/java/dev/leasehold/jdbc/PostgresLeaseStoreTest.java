@@ -29,6 +29,41 @@ class PostgresLeaseStoreTest extends AbstractJdbcLeaseStoreTest {
         return Optional.of(java.time.Duration.ofMillis(100));
     }
 
+    @Override
+    protected ReleaseChannel listenToReleases() throws java.sql.SQLException {
+        TestServices.JdbcEndpoint endpoint = endpoint();
+        Connection connection = DriverManager.getConnection(endpoint.url(), endpoint.user(), endpoint.password());
+        try (java.sql.Statement statement = connection.createStatement()) {
+            statement.execute("LISTEN " + PostgresDialect.CHANNEL);
+        }
+        org.postgresql.PGConnection listening = connection.unwrap(org.postgresql.PGConnection.class);
+        return new ReleaseChannel() {
+            @Override
+            public java.util.List<String> receivedUntilForceReleaseOf(dev.leasehold.LockKey sentinel)
+                    throws java.sql.SQLException {
+                java.util.List<String> payloads = new java.util.ArrayList<>();
+                long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(10);
+                while (System.nanoTime() < deadline) {
+                    org.postgresql.PGNotification[] received = listening.getNotifications(100);
+                    for (org.postgresql.PGNotification notification :
+                            received == null ? new org.postgresql.PGNotification[0] : received) {
+                        payloads.add(notification.getParameter());
+                        if (notification.getParameter().startsWith("f:")
+                                && notification.getParameter().endsWith(":" + sentinel.render())) {
+                            return payloads;
+                        }
+                    }
+                }
+                throw new AssertionError("the force-release of " + sentinel + " was not notified: " + payloads);
+            }
+
+            @Override
+            public void close() throws java.sql.SQLException {
+                connection.close();
+            }
+        };
+    }
+
     /** Round trips counted by a relay at the server's door (PostgreSQL has no session statement counter). */
     @Override
     protected Optional<CommandCounter> commandCounter(boolean autoCommit) {

@@ -55,6 +55,7 @@ public final class ProfileDriver {
         double seconds = Double.parseDouble(args[3]);
         String backend = MultiProcessBench.backendOf(id);
         HikariDataSource pool = null;
+        long transactionsBefore = 0;
         Contender contender;
         if (backend.equals("redis")) {
             String uri = System.getProperty("bench.redis", "redis://127.0.0.1:6379");
@@ -63,6 +64,12 @@ public final class ProfileDriver {
             Database database = backend.equals("postgresql") ? Database.POSTGRESQL : Database.MARIADB;
             String url =
                     backend.equals("postgresql") ? MultiProcessBench.adminPostgres() : MultiProcessBench.adminMariadb();
+            if (backend.equals("postgresql")) {
+                String dbName = url.substring(url.lastIndexOf('/') + 1).replaceFirst("\\?.*", "");
+                try (HikariDataSource admin = MultiProcessBench.fixedPool(url, "postgres", 1)) {
+                    transactionsBefore = ServerCounts.settledTransactions(admin, dbName);
+                }
+            }
             pool = MultiProcessBench.fixedPool(url, MultiProcessBench.user(backend), threads + 2);
             contender = id.endsWith("-floor")
                     ? Contenders.rawJdbc(pool, database)
@@ -163,9 +170,38 @@ public final class ProfileDriver {
                 perThread,
                 (cpu - javaThreads) / 1000.0 / Math.max(1, measured),
                 gc);
+        long mariaDbStatements = -1;
+        if (backend.equals("mariadb")) {
+            mariaDbStatements = id.endsWith("-floor")
+                    ? contender.sessionStatements()
+                    : SessionCounts.poolStatements(pool, threads + 2, Database.MARIADB);
+        }
         contender.close();
         if (pool != null) {
             pool.close();
+        }
+        long total = operations.get();
+        if (backend.equals("postgresql")) {
+            // PostgreSQL counts transactions per database; its backends report them when they exit.
+            String url = MultiProcessBench.adminPostgres();
+            String database = url.substring(url.lastIndexOf('/') + 1).replaceFirst("\\?.*", "");
+            try (HikariDataSource admin = MultiProcessBench.fixedPool(url, "postgres", 1)) {
+                long transactions = ServerCounts.settledTransactions(admin, database) - transactionsBefore;
+                System.out.printf(
+                        Locale.ROOT,
+                        "  server: %d transactions in database %s for %d operations (%.2f each, whole run)%n",
+                        transactions,
+                        database,
+                        total,
+                        transactions / (double) Math.max(1, total));
+            }
+        } else if (mariaDbStatements >= 0) {
+            System.out.printf(
+                    Locale.ROOT,
+                    "  server: %d statements (session Questions) for %d operations (%.2f each, whole run)%n",
+                    mariaDbStatements,
+                    total,
+                    mariaDbStatements / (double) Math.max(1, total));
         }
         System.exit(0);
     }

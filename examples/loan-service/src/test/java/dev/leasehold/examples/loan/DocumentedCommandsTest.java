@@ -70,6 +70,10 @@ class DocumentedCommandsTest {
                             + " -cp target/classes:$(cat target/cp.txt) dev.leasehold.bench.ProfileDriver leasehold-redis busy 1 16",
                     "a profiling recipe: a flight recording to read by hand, nothing to assert"),
             Map.entry(
+                    "cd tools/leasehold-bench && java -Dbench.postgres=jdbc:postgresql://127.0.0.1:5432/leasehold_bench"
+                            + " -cp target/classes:$(cat target/cp.txt) dev.leasehold.bench.ProfileDriver leasehold-postgresql pairs 1 6",
+                    "the SQL side-by-side profile: seconds of load per contender, measured, never asserted"),
+            Map.entry(
                     "mvn -q -B -pl tools/leasehold-bench dependency:build-classpath -Dmdep.outputFile=cp.txt",
                     "sets up the JMH benchmarks, which are measured by hand, never asserted"),
             Map.entry(
