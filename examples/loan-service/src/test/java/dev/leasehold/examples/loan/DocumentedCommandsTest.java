@@ -70,7 +70,8 @@ class DocumentedCommandsTest {
                             + " dev.leasehold.bench.MultiProcessBench",
                     "the many-process benchmark of the Redis modes: minutes of load, measured, never asserted"),
             Map.entry(
-                    "cd leasehold-bench && java -Dbench.redis=redis://127.0.0.1:6391 -cp target/classes:$(cat target/cp.txt)"
+                    "cd leasehold-bench && java -Dbench.warmup=15 -Dbench.redis=redis://127.0.0.1:6391"
+                            + " -cp target/classes:$(cat target/cp.txt)"
                             + " dev.leasehold.bench.ProfileDriver leasehold-redis pairs 1 10",
                     "client CPU per operation against a private redis-server started by hand; measured, never asserted"),
             Map.entry("cd leasehold-bench", "a step of the profiling recipe, run by hand"),
