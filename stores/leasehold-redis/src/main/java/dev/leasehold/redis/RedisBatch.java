@@ -22,7 +22,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The default mode's batch acquire of a {@link RedisLeaseStore}: one {@code acquire-all} script
+ * The batch acquire of a {@link RedisLeaseStore}, in either mode: one {@code acquire-all} script
  * per slot among the batch's keys (one for the whole batch off a cluster), each granting all its
  * keys or none; when a later slot's key is busy, what the earlier scripts granted is released
  * again, so the batch is all or nothing. Thread-safe.

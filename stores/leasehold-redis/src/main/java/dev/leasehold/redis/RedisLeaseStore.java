@@ -39,8 +39,9 @@ import java.util.regex.Pattern;
  *
  * <p>Every operation is one Lua script, atomic on the server; expiry is the server's. Fences
  * strictly increase per key while the server's clock does not go back. Waiters of several
- * processes queue in Redis by the {@link WaiterPolicy} of {@link Builder#bargingBound} or {@link
- * Builder#fairQueue}; leases survive a failover only with {@link Builder#replicaAcknowledgement}.
+ * processes queue in Redis by the {@link WaiterPolicy} of the fair mode (the default, {@link
+ * Builder#fairQueue}) or of {@link Builder#bargingBound}; leases survive a failover only with
+ * {@link Builder#replicaAcknowledgement}.
  * The protocol is in {@code docs/design/redis.md}. Thread-safe; Lettuce's command timeout bounds
  * every call, and a failure is a {@link LeaseStoreException} naming the key.
  */
@@ -53,10 +54,21 @@ public final class RedisLeaseStore implements LeaseStore {
 
     private static final Script FORCE_RELEASE = Script.load("force-release");
 
-    /** How long a waiter barges before it takes a place in the key's queue, unless the builder says otherwise. */
+    /**
+     * How long a place in a key's queue lasts after its waiter's last ask in the fair mode, the
+     * default, unless {@link Builder#fairQueue} says otherwise: a queued waiter that crashed holds
+     * the key up for at most this long
+     * ({@code RedisFairQueueTest.byDefaultACrashedQueuedWaiterHoldsTheKeyUpForAtMostTheDefaultQueueTtl}).
+     */
+    public static final Duration DEFAULT_FAIR_QUEUE_TTL = Duration.ofSeconds(2);
+
+    /**
+     * How long a waiter barges before it takes a place in the key's queue in the bounded barging
+     * mode ({@link Builder#bargingBound(Duration)}).
+     */
     public static final Duration DEFAULT_BARGING_BOUND = Duration.ofMillis(50);
 
-    /** How long a place of the default mode's queue lasts after its waiter's last ask, unless the builder says otherwise. */
+    /** How long a place of the bounded barging mode's queue lasts after its waiter's last ask, unless the builder says otherwise. */
     public static final Duration DEFAULT_BARGING_QUEUE_TTL = Duration.ofMillis(300);
 
     private final StatefulConnection<String, String> connection;
@@ -66,7 +78,7 @@ public final class RedisLeaseStore implements LeaseStore {
     private final RedisWrites writes;
     private final RedisKeys keys;
     private final String name;
-    private final RedisWaiterQueue queue; // the fair mode (Builder.fairQueue), or the default mode's bounded barging
+    private final RedisWaiterQueue queue; // the fair mode (the default), or bounded barging (Builder.bargingBound)
     private final RedisBatch batches;
     private final RedisRenewals renewals;
     private final boolean sharded;
@@ -90,7 +102,7 @@ public final class RedisLeaseStore implements LeaseStore {
         this.name = builder.connector.name();
         this.sharded = opened.sharded();
         this.publish = sharded ? "SPUBLISH" : "PUBLISH";
-        boolean fair = builder.fairQueueTtl != null;
+        boolean fair = !builder.barging;
         this.queue = new RedisWaiterQueue(
                 builder.keyPrefix,
                 fair ? builder.fairQueueTtl : builder.bargingQueueTtl,
@@ -191,15 +203,12 @@ public final class RedisLeaseStore implements LeaseStore {
     }
 
     /**
-     * The batch in one script per cluster slot among its keys, all or nothing; it never passes a
-     * waiter queued in Redis. In the {@linkplain Builder#fairQueue fair mode} the keys are taken
-     * one by one. A batch refused for want of a replica acknowledgement undoes only its new grants.
+     * The batch in one script per cluster slot among its keys, all or nothing, in either mode; it
+     * never passes a waiter queued in Redis and never takes a place. A batch refused for want of a
+     * replica acknowledgement undoes only its new grants.
      */
     @Override
     public BatchAcquireResult tryAcquireAll(List<LockKey> batch, String owner, Duration leaseFor) {
-        if (queue.fair()) {
-            return LeaseStore.super.tryAcquireAll(batch, owner, leaseFor);
-        }
         LeaseStore.checkBatch(batch);
         batch.forEach(key -> checkOwner(key, owner));
         return batches.acquire(batch, owner, leaseFor, millis(leaseFor));
@@ -347,7 +356,8 @@ public final class RedisLeaseStore implements LeaseStore {
         private Duration fenceCounterTtl = DEFAULT_FENCE_COUNTER_TTL;
         private boolean allowEviction;
         private ReplicaAcknowledgement.Policy acknowledgement;
-        private Duration fairQueueTtl;
+        private Duration fairQueueTtl = DEFAULT_FAIR_QUEUE_TTL;
+        private boolean barging;
         private Duration bargingBound = DEFAULT_BARGING_BOUND;
         private Duration bargingQueueTtl = DEFAULT_BARGING_QUEUE_TTL;
 
@@ -388,10 +398,13 @@ public final class RedisLeaseStore implements LeaseStore {
         }
 
         /**
-         * Fair mode: a refused waiter of any process queues in Redis per key at once, in arrival
-         * order, and a release hands the key to the first live waiter. A waiter keeps its place
-         * while it asks again within {@code queueTtl} (100 ms to 1 h); one that crashed holds the
-         * queue up for at most that long. Every process using a key must use the same mode.
+         * The fair mode, the default, with a queue TTL of its own (default {@link
+         * #DEFAULT_FAIR_QUEUE_TTL}): a refused waiter of any process queues in Redis per key at
+         * once, in arrival order, and a release hands the key to the first live waiter in the same
+         * script. A waiter keeps its place while it asks again within {@code queueTtl} (100 ms to
+         * 1 h; the store tells a queued waiter to ask at least three times per TTL); one that
+         * crashed holds the queue up for at most that long. Every process using a key must use the
+         * same mode. Replaces an earlier {@link #bargingBound}.
          *
          * @throws IllegalArgumentException naming the value if it is out of range
          */
@@ -402,17 +415,18 @@ public final class RedisLeaseStore implements LeaseStore {
                 throw new IllegalArgumentException("fairQueue TTL must be between 100 ms and 1 h, was " + queueTtl);
             }
             this.fairQueueTtl = queueTtl;
+            this.barging = false;
             return this;
         }
 
         /**
-         * The default mode's bounded barging (without {@link #fairQueue}): any caller may take a
-         * free key, but a waiter refused for longer than {@code bound} (default {@link
+         * Bounded barging instead of the default fair mode: any caller may take a free key, but a waiter refused for longer than {@code bound} (default {@link
          * #DEFAULT_BARGING_BOUND}) takes a place in the key's queue in Redis, and while a live
          * waiter is queued the key goes only to the first one, so waiters in other processes never
          * starve. A single try never takes a place. A place lasts {@code queueTtl} (default {@link
          * #DEFAULT_BARGING_QUEUE_TTL}) after its waiter's last ask, so a waiter that crashed or gave
          * up holds the key up for at most that long. Bound 1 ms to 1 min; queue TTL 30 ms to 1 min.
+         * Replaces an earlier {@link #fairQueue}; every process using a key must use the same mode.
          *
          * @throws IllegalArgumentException naming the value if it is out of range
          */
@@ -428,10 +442,11 @@ public final class RedisLeaseStore implements LeaseStore {
             }
             this.bargingBound = bound;
             this.bargingQueueTtl = queueTtl;
+            this.barging = true;
             return this;
         }
 
-        /** {@link #bargingBound(Duration, Duration)} with the default queue TTL. */
+        /** {@link #bargingBound(Duration, Duration)} with the queue TTL {@link #DEFAULT_BARGING_QUEUE_TTL}. */
         public Builder bargingBound(Duration bound) {
             return bargingBound(bound, DEFAULT_BARGING_QUEUE_TTL);
         }

@@ -22,8 +22,8 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The per-key waiter queue of a {@link RedisLeaseStore}, in one of two modes: the fair mode
- * ({@link RedisLeaseStore.Builder#fairQueue}) and the default mode's bounded barging ({@link
+ * The per-key waiter queue of a {@link RedisLeaseStore}, in one of two modes: the fair mode, the default
+ * ({@link RedisLeaseStore.Builder#fairQueue}), and bounded barging ({@link
  * RedisLeaseStore.Builder#bargingBound}); when a waiter takes a place is {@link WaiterPolicy}'s
  * rule. A single try never takes a place.
  * A release hands the key to the first live waiter in the same script and wakes only that
@@ -34,7 +34,7 @@ final class RedisWaiterQueue {
 
     static final Script ACQUIRE = Script.joined("fair-acquire", "fence", "queue", "fair-acquire");
     static final Script RELEASE = Script.joined("fair-release", "fence", "queue", "fair-release");
-    /** The default mode's scripts: bounded barging. */
+    /** The bounded barging mode's scripts. */
     static final Script BARGING_ACQUIRE = Script.joined("acquire", "fence", "queue", "acquire");
 
     static final Script BARGING_RELEASE = Script.joined("release", "fence", "queue", "release");
@@ -74,7 +74,7 @@ final class RedisWaiterQueue {
         this.pushedGrants = pushedGrants;
     }
 
-    /** The fair mode; else the default mode's bounded barging. */
+    /** The fair mode (the default); else bounded barging. */
     boolean fair() {
         return policy.fair();
     }
@@ -290,11 +290,12 @@ final class RedisWaiterQueue {
             // only waiters are remembered: a stream of single tries costs no memory
             remember(owner, before, sent);
         }
-        if (policy.fair() || !(join || ask.waiting())) {
+        if (!(join || ask.waiting())) {
             return reply;
         }
-        // Bounded barging: a waiter asks again when its bound has passed (to take a place), and a
-        // queued one at least three times per queue TTL (to keep it), whatever the holder's TTL.
+        // A queued waiter asks again at least three times per queue TTL (to keep its place), and
+        // in bounded barging one not yet queued when its bound has passed (to take a place),
+        // whatever the holder's TTL.
         long waitMillis = ((Number) reply.get(1)).longValue();
         long askAgainMillis =
                 join ? queueTtlNanos / 3_000_000 : Math.max(1, ask.untilPlace().toMillis());

@@ -6,7 +6,7 @@
 -- channel, in the lease's slot); sent with pcall, as in release.lua
 --
 --   IF the lease KEYS[1] exists AND its owner = ARGV[1]
---     THEN delete it; then, from the head of the queue, drop expired entries; for the first live one:
+--     THEN delete it; IF a queue exists (EXISTS), from the head of the queue, drop expired entries; for the first live one:
 --          fence := next fence; lease := {waiter, fence, handed} with TTL = the rest of the waiter's queue TTL
 --          (a waiter that stopped asking holds the key no longer than its queue TTL allowed); remove
 --          its entry; ARGV[4] '<ARGV[2]> r:<old fence> <sha1(waiter)> <fence> <ttl_ms> <time_s> <time_us>'
@@ -17,15 +17,19 @@
 -- The waiter takes the handed-off lease with its next acquire (owner = itself: the TTL becomes its
 -- lease time). Fences: next_fence of fence.lua; the hand-off: hand_off of queue.lua; both are
 -- prepended to this script.
-local now = redis.call('TIME') -- read before the first write (see acquire.lua)
 local lease = redis.call('HMGET', KEYS[1], 'owner', 'fence')
 if lease[1] ~= ARGV[1] then
   return 0
 end
-redis.call('DEL', KEYS[1])
-local now_ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
-if hand_off(KEYS[1], KEYS[2], KEYS[3], KEYS[4], now, now_ms, lease[2], ARGV[3], ARGV[4], ARGV[2]) then
-  return 1
+if redis.call('EXISTS', KEYS[3]) == 1 then
+  local now = redis.call('TIME') -- read before the first write (see fence.lua)
+  redis.call('DEL', KEYS[1])
+  local now_ms = tonumber(now[1]) * 1000 + math.floor(tonumber(now[2]) / 1000)
+  if hand_off(KEYS[1], KEYS[2], KEYS[3], KEYS[4], now, now_ms, lease[2], ARGV[3], ARGV[4], ARGV[2]) then
+    return 1
+  end
+else
+  redis.call('DEL', KEYS[1]) -- nobody queued: no TIME, no queue read
 end
 redis.pcall(ARGV[4], ARGV[2], 'r:' .. lease[2])
 return 1

@@ -137,8 +137,10 @@ class RedisBoundedBargingTest {
             for (int s = 0; s < services; s++) {
                 RedisClient own = RedisClient.create(uri);
                 clients.add(own);
-                RedisLeaseStore store =
-                        RedisLeaseStore.builder(own).keyPrefix(PREFIX).build(); // the default bound
+                RedisLeaseStore store = RedisLeaseStore.builder(own)
+                        .keyPrefix(PREFIX)
+                        .bargingBound(RedisLeaseStore.DEFAULT_BARGING_BOUND) // the default bound
+                        .build();
                 stores.add(store);
                 locks.add(LockService.builder(store).build());
             }

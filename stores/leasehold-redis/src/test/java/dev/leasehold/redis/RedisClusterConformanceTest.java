@@ -263,7 +263,9 @@ class RedisClusterConformanceTest extends LeaseStoreConformance {
                 .getUri()
                 .getPort();
         ExecutorService thread = Executors.newSingleThreadExecutor();
-        try (RedisLeaseStore holderStore = RedisLeaseStore.builder(client).build();
+        try (RedisLeaseStore holderStore = RedisLeaseStore.builder(client)
+                        .bargingBound(Duration.ofMillis(1))
+                        .build();
                 RedisLeaseStore waiterStore = RedisLeaseStore.builder(client)
                         .bargingBound(Duration.ofMillis(1))
                         .build();

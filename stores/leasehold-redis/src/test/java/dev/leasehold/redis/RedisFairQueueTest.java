@@ -69,6 +69,10 @@ class RedisFairQueueTest {
                 .build();
     }
 
+    private static RedisLeaseStore defaultStore() {
+        return RedisLeaseStore.builder(client).keyPrefix("fairq-test:").build();
+    }
+
     private static LockKey newKey() {
         return LockKey.of("fair", "k" + (++keys) + "-" + System.nanoTime());
     }
@@ -179,6 +183,39 @@ class RedisFairQueueTest {
             long heldUpNanos = System.nanoTime() - crashedAt;
             // the crashed waiter held the key up no longer than its queue TTL (plus the poll and slack)
             assertThat(Duration.ofNanos(heldUpNanos)).isLessThan(queueTtl.plusMillis(1500));
+            assertThat(holder(a, key)).isEqualTo("waiter-c-000000000");
+        }
+    }
+
+    /**
+     * The default mode is the fair queue with {@link RedisLeaseStore#DEFAULT_FAIR_QUEUE_TTL}: a
+     * waiter that crashed once queued is handed the key, yet holds it no longer than the rest of
+     * its place, at most that TTL after its last ask; then the next waiter gets it.
+     */
+    @Test
+    void byDefaultACrashedQueuedWaiterHoldsTheKeyUpForAtMostTheDefaultQueueTtl() {
+        LockKey key = newKey();
+        Duration queueTtl = RedisLeaseStore.DEFAULT_FAIR_QUEUE_TTL;
+        try (RedisLeaseStore a = defaultStore();
+                RedisLeaseStore crashed = defaultStore();
+                RedisLeaseStore c = defaultStore()) {
+            assertThat(a.tryAcquire(key, "holder-a-000000000", LEASE)).isInstanceOf(AcquireResult.Granted.class);
+            queue(crashed, key, "crashed-waiter-000");
+            // from here on the crashed waiter never asks again
+            queue(c, key, "waiter-c-000000000");
+
+            assertThat(a.release(key, "holder-a-000000000")).isTrue();
+            assertThat(holder(a, key)).as("handed to the first in line").isEqualTo("crashed-waiter-000");
+            LeaseInfo handed = a.inspect(key).orElseThrow();
+            assertThat(handed.remaining())
+                    .as("the handed lease lasts the rest of the crashed waiter's place")
+                    .isPositive()
+                    .isLessThanOrEqualTo(queueTtl);
+
+            Awaitility.await()
+                    .atMost(Duration.ofSeconds(10))
+                    .pollInterval(Duration.ofMillis(50))
+                    .until(() -> c.tryAcquire(key, "waiter-c-000000000", LEASE) instanceof AcquireResult.Granted);
             assertThat(holder(a, key)).isEqualTo("waiter-c-000000000");
         }
     }

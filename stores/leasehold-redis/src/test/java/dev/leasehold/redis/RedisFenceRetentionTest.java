@@ -87,6 +87,7 @@ class RedisFenceRetentionTest {
         try (RedisLeaseStore store = RedisLeaseStore.builder(client)
                         .keyPrefix(prefix)
                         .fenceCounterTtl(RETENTION)
+                        .bargingBound(RedisLeaseStore.DEFAULT_BARGING_BOUND)
                         .build();
                 RedisLeaseStore fair = RedisLeaseStore.builder(client)
                         .keyPrefix(prefix)
@@ -150,6 +151,7 @@ class RedisFenceRetentionTest {
         try (RedisLeaseStore store = RedisLeaseStore.builder(client)
                         .keyPrefix(prefix)
                         .fenceCounterTtl(RETENTION)
+                        .bargingBound(RedisLeaseStore.DEFAULT_BARGING_BOUND)
                         .build();
                 RedisLeaseStore fair = RedisLeaseStore.builder(client)
                         .keyPrefix(prefix)

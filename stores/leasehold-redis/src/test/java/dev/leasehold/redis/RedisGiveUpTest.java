@@ -38,7 +38,6 @@ import org.junit.jupiter.api.Test;
 class RedisGiveUpTest {
 
     private static final Duration LEASE = Duration.ofSeconds(30);
-    private static final Duration QUEUE_TTL = Duration.ofSeconds(20);
     private static LocalRedis local;
     private static Process server;
     private static RedisClient client;
@@ -81,11 +80,9 @@ class RedisGiveUpTest {
 
     private static final String PREFIX = "giveup-test:";
 
+    /** The default mode, the fair queue, with its default queue TTL. */
     private static RedisLeaseStore fairStore() {
-        return RedisLeaseStore.builder(client)
-                .keyPrefix(PREFIX)
-                .fairQueue(QUEUE_TTL)
-                .build();
+        return defaultStore();
     }
 
     private static RedisLeaseStore defaultStore() {

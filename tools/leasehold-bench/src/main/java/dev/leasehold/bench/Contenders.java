@@ -128,6 +128,23 @@ final class Contenders {
                 });
     }
 
+    /** Leasehold on the Redis store's bounded barging mode, with its default bound. */
+    static Contender leaseholdRedisBarging(String uri) {
+        RedisClient client = RedisClient.create(uri);
+        RedisLeaseStore store = RedisLeaseStore.builder(client)
+                .keyPrefix("bench:")
+                .bargingBound(RedisLeaseStore.DEFAULT_BARGING_BOUND)
+                .build();
+        return leasehold(
+                "Leasehold (Redis, bounded barging)",
+                "redis",
+                LockService.builder(store).build(),
+                () -> {
+                    store.close();
+                    client.shutdown();
+                });
+    }
+
     /** Redisson's {@code RFairLock}: a FIFO of waiters across processes, kept in Redis. */
     static Contender redissonFair(String uri) {
         RedissonClient redisson = redissonClient(uri);

@@ -70,6 +70,7 @@ public final class MultiProcessBench {
             "redis-floor",
             "leasehold-redis",
             "leasehold-redis-fair",
+            "leasehold-redis-barging",
             "redisson-lock",
             "redisson-fair",
             "postgresql-floor",
@@ -161,6 +162,8 @@ public final class MultiProcessBench {
                 return Contenders.leaseholdRedis(endpoints.redis());
             case "leasehold-redis-fair":
                 return Contenders.leaseholdRedisFair(endpoints.redis(), Duration.ofSeconds(5));
+            case "leasehold-redis-barging":
+                return Contenders.leaseholdRedisBarging(endpoints.redis());
             case "redisson-lock":
                 return Contenders.redisson(endpoints.redis(), false);
             case "redisson-fair":

@@ -17,7 +17,8 @@ import java.util.concurrent.atomic.AtomicLong;
  *     dev.leasehold.bench.ProfileDriver leasehold-redis pairs 1 20
  * </pre>
  *
- * Arguments: contender ({@code leasehold-redis}, {@code redis-floor}, {@code leasehold-postgresql},
+ * Arguments: contender ({@code leasehold-redis}, {@code leasehold-redis-fair}, {@code
+ * leasehold-redis-barging}, {@code redis-floor}, {@code leasehold-postgresql},
  * {@code postgresql-floor}, {@code leasehold-mariadb}, {@code mariadb-floor}), {@code pairs} or
  * {@code busy}, threads, seconds measured after {@code bench.warmup} seconds (4). Servers: {@code bench.redis} (redis://127.0.0.1:6379), {@code
  * bench.postgres}, {@code bench.mariadb} (the {@code test} databases).
@@ -59,7 +60,13 @@ public final class ProfileDriver {
         Contender contender;
         if (backend.equals("redis")) {
             String uri = System.getProperty("bench.redis", "redis://127.0.0.1:6379");
-            contender = id.endsWith("-floor") ? Contenders.rawRedis(uri) : Contenders.leaseholdRedis(uri);
+            contender = id.endsWith("-floor")
+                    ? Contenders.rawRedis(uri)
+                    : id.endsWith("-fair")
+                            ? Contenders.leaseholdRedisFair(uri, java.time.Duration.ofSeconds(5))
+                            : id.endsWith("-barging")
+                                    ? Contenders.leaseholdRedisBarging(uri)
+                                    : Contenders.leaseholdRedis(uri);
         } else {
             Database database = backend.equals("postgresql") ? Database.POSTGRESQL : Database.MARIADB;
             String url =

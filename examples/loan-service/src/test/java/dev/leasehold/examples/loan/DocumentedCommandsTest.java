@@ -64,6 +64,16 @@ class DocumentedCommandsTest {
             Map.entry(
                     "cd tools/leasehold-bench && java -cp target/classes:$(cat target/cp.txt) dev.leasehold.bench.HeldLeasesBench",
                     "the held-leases benchmark: minutes of load against a private Redis, measured, never asserted"),
+            Map.entry(
+                    "cd tools/leasehold-bench && java -Dbench.contenders=leasehold-redis,leasehold-redis-barging,redisson-fair"
+                            + " -Dbench.modes=jvm -Dbench.seconds=8 -cp target/classes:$(cat target/cp.txt)"
+                            + " dev.leasehold.bench.MultiProcessBench",
+                    "the many-process benchmark of the Redis modes: minutes of load, measured, never asserted"),
+            Map.entry(
+                    "cd tools/leasehold-bench && java -Dbench.warmup=15 -Dbench.redis=redis://127.0.0.1:6391"
+                            + " -cp target/classes:$(cat target/cp.txt)"
+                            + " dev.leasehold.bench.ProfileDriver leasehold-redis pairs 1 10",
+                    "client CPU per operation against a private redis-server started by hand; measured, never asserted"),
             Map.entry("cd tools/leasehold-bench", "a step of the profiling recipe, run by hand"),
             Map.entry(
                     "java \"-XX:StartFlightRecording=delay=4s,filename=redis.jfr,settings=profile,jdk.ExecutionSample#period=1ms\""
