@@ -15,9 +15,11 @@ import io.etcd.jetcd.lease.LeaseKeepAliveResponse;
 import io.etcd.jetcd.op.Op;
 import io.etcd.jetcd.options.GetOption;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 
 /**
@@ -74,13 +76,14 @@ final class EtcdRenewals {
         int n = chunk.size();
         long[] leaseIds = new long[n];
         long[] ttls = new long[n];
+        for (int i = 0; i < n; i++) { // refuse bad input before anything is sent
+            OwnerTokens.check(chunk.get(i).owner());
+            ttls[i] = bindings.ttlSeconds(chunk.get(i).leaseFor());
+        }
         List<CompletableFuture<LeaseKeepAliveResponse>> sent = new ArrayList<>(n);
         for (Renewal renewal : chunk) {
-            OwnerTokens.check(renewal.owner());
-            int i = sent.size();
-            ttls[i] = bindings.ttlSeconds(renewal.leaseFor());
             Long known = bindings.leaseOf(renewal.key().render(), renewal.owner());
-            leaseIds[i] = known == null ? 0 : known;
+            leaseIds[sent.size()] = known == null ? 0 : known;
             sent.add(known == null ? null : bindings.keepAliveAsync(known));
         }
         long[] granted = new long[n];
@@ -103,20 +106,26 @@ final class EtcdRenewals {
         // Read after the keep-alives: a key still ours on that lease now was extended while ours.
         List<KeyValue> current = readBack(chunk, sent);
         List<Optional<Grant>> answers = new ArrayList<>(n);
+        // A key renewed on its own may have moved to another lease since the read: its later
+        // entries in this chunk are renewed on their own too, after it, as renew() would.
+        Set<String> renewedAlone = new HashSet<>();
         for (int i = 0; i < n; i++) {
             Renewal renewal = chunk.get(i);
-            if (sent.get(i) == null) {
+            String rendered = renewal.key().render();
+            if (sent.get(i) == null || renewedAlone.contains(rendered)) {
+                renewedAlone.add(rendered);
                 answers.add(single.renew(renewal));
                 continue;
             }
             KeyValue now = current.get(i);
             if (!ownedBy(now, renewal.owner())) {
-                bindings.forget(renewal.key().render(), renewal.owner());
+                bindings.forget(rendered, renewal.owner());
                 answers.add(Optional.empty());
             } else if (now.getLease() != leaseIds[i] || (granted[i] > 0 && granted[i] != ttls[i])) {
+                renewedAlone.add(rendered);
                 answers.add(single.renew(renewal)); // a newer binding, or another length
             } else if (granted[i] <= 0) {
-                bindings.forget(renewal.key().render(), renewal.owner());
+                bindings.forget(rendered, renewal.owner());
                 answers.add(Optional.empty());
             } else {
                 answers.add(Optional.of(grants.of(now.getCreateRevision(), granted[i])));

@@ -125,6 +125,22 @@ class EtcdBatchRenewalTest {
         }
     }
 
+    @Test
+    void aKeyAskedTwiceWithTwoLengthsIsAnsweredAsTwoRenewalsInARowWould() {
+        EtcdLeaseStore store = EtcdLeaseStore.builder(client).build();
+        LockKey key = LockKey.of("etcd-twice", "k");
+        assertThat(store.tryAcquire(key, "owner", Duration.ofSeconds(30))).isInstanceOf(AcquireResult.Granted.class);
+        // the first moves the key to a 5 s lease; the second must be judged after that, not before
+        List<Optional<Grant>> answers = store.renewAll(List.of(
+                new Renewal(key, "owner", Duration.ofSeconds(5)), new Renewal(key, "owner", Duration.ofSeconds(30))));
+        assertThat(answers).allSatisfy(answer -> assertThat(answer).isPresent());
+        Duration truth = store.inspect(key).orElseThrow().remaining();
+        assertThat(answers.get(1).orElseThrow().remaining())
+                .as("the last answer against etcd's remaining time " + truth)
+                .isLessThanOrEqualTo(truth.plusSeconds(1));
+        store.close();
+    }
+
     /** etcd's count of answered calls of one KV method, summed over its result codes. */
     private static long handled(String method) throws Exception {
         String metrics = HttpClient.newHttpClient()
