@@ -29,6 +29,13 @@ final class PostgresDialect {
     static final String WATCHING = "9223372036854775807";
 
     /**
+     * Waits for a statement that holds the key's lease row (a release running while a watch was
+     * committed) to end: the shared lock conflicts with its row lock and is dropped at once.
+     * Positional parameter: the key.
+     */
+    static final String AWAIT_RELEASES = "SELECT 1 FROM leasehold_lease WHERE lock_key = ? FOR SHARE";
+
+    /**
      * The owner token of a store's watches, after its wake id: a control character opens it, which
      * no owner token has ({@link dev.leasehold.spi.OwnerTokens}), so a watch is never a caller's place.
      */

@@ -77,6 +77,16 @@ final class PostgresReleaseListener extends FeedThread implements ReleaseFeed {
                 watch(connection, List.of(key));
                 return null;
             });
+            // A release decides whether to notify from the snapshot its statement started with, so
+            // one already running may have missed the watch: wait until it commits (its row lock
+            // conflicts with FOR SHARE), and the caller's next ask sees what it freed.
+            calls.executeOn("subscribe to releases", key, connection -> {
+                try (PreparedStatement statement = connection.prepareStatement(PostgresDialect.AWAIT_RELEASES)) {
+                    statement.setString(1, key);
+                    statement.executeQuery().close();
+                }
+                return null;
+            });
             watchedUntil.put(key, start + LIVE_NANOS);
         }
 
@@ -100,8 +110,12 @@ final class PostgresReleaseListener extends FeedThread implements ReleaseFeed {
     }
 
     /**
-     * Listens first, then watches the key (on its first subscriber): a release that commits after
-     * this returns sees the watch and notifies, and the notification finds the LISTEN in place.
+     * Listens first, then watches the key (on its first subscriber): a release whose statement
+     * starts after this returns sees the watch and notifies, and the notification finds the LISTEN
+     * in place. A release already holding the key's row when the watch commits is waited for, so
+     * the caller's next ask sees its result. One whose statement started before the watch committed
+     * but locks the row only after that wait (the span of one statement) can still end unnoticed:
+     * the waiter then learns of it at its next poll, as of any lost notification.
      */
     @Override
     public ReleaseSubscription subscribe(String key, Consumer<ReleaseNotice> onRelease) {

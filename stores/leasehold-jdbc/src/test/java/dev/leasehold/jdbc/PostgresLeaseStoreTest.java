@@ -1,10 +1,25 @@
 package dev.leasehold.jdbc;
 
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.awaitility.Awaitility.await;
+
+import dev.leasehold.LockKey;
+import dev.leasehold.LockOwner;
+import dev.leasehold.spi.AcquireResult;
 import dev.leasehold.spi.LeaseStore;
+import dev.leasehold.spi.ReleaseSubscription;
 import dev.leasehold.testkit.TestServices;
 import java.sql.Connection;
 import java.sql.DriverManager;
+import java.sql.PreparedStatement;
+import java.sql.ResultSet;
+import java.time.Duration;
+import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Test;
 
 /** The SQL store on PostgreSQL. */
 class PostgresLeaseStoreTest extends AbstractJdbcLeaseStoreTest {
@@ -102,6 +117,72 @@ class PostgresLeaseStoreTest extends AbstractJdbcLeaseStoreTest {
             });
         } catch (Exception e) {
             throw new IllegalStateException("cannot count round trips to " + endpoint.url(), e);
+        }
+    }
+    /**
+     * A release decides whether to notify from its statement's snapshot. One already running when a
+     * waiter's watch commits did not see the watch: the subscription waits for it, so the waiter's
+     * next ask sees the key it freed (before, that ask was refused and no notification came).
+     */
+    @Test
+    void aReleaseRunningWhileAWaiterSubscribesIsSeenByTheWaitersNextAsk() throws Exception {
+        TestServices.JdbcEndpoint endpoint = endpoint();
+        LockKey key = LockKey.of("pg-watch-race", "k" + System.nanoTime());
+        String holder = LockOwner.create("holder").token();
+        String waiter = LockOwner.create("waiter").token();
+        JdbcLeaseStore releasing =
+                JdbcLeaseStore.builder(dataSource()).database(database()).build();
+        JdbcLeaseStore waiting =
+                JdbcLeaseStore.builder(dataSource()).database(database()).build();
+        try (Connection release = DriverManager.getConnection(endpoint.url(), endpoint.user(), endpoint.password());
+                Connection observer =
+                        DriverManager.getConnection(endpoint.url(), endpoint.user(), endpoint.password())) {
+            assertThat(releasing.tryAcquire(key, holder, Duration.ofSeconds(30)))
+                    .isInstanceOf(AcquireResult.Granted.class);
+            release.setAutoCommit(false);
+            try (PreparedStatement statement = PostgresDialect.SQL
+                    .get(SqlDialect.Op.RELEASE)
+                    .prepare(release, Map.of("key", key.render(), "owner", holder))) {
+                statement.execute(); // the release runs: its snapshot has no watch, it holds the row
+            }
+            CountDownLatch notified = new CountDownLatch(1);
+            CompletableFuture<ReleaseSubscription> subscribed =
+                    CompletableFuture.supplyAsync(() -> waiting.subscribe(key, notice -> notified.countDown()));
+            // the waiter asks again as soon as its subscription returns, as the engine does
+            CompletableFuture<AcquireResult> asked =
+                    subscribed.thenApply(s -> waiting.tryAcquire(key, waiter, Duration.ofSeconds(30)));
+            // its watch is committed and a statement waits on the release's row lock
+            await().atMost(Duration.ofSeconds(10)).until(() -> watched(observer, key) && blockedOnALock(observer));
+            release.commit();
+            AcquireResult answer = asked.get(10, TimeUnit.SECONDS);
+            boolean woken = notified.await(1500, TimeUnit.MILLISECONDS);
+            assertThat(answer instanceof AcquireResult.Granted || woken)
+                    .as("the next ask got the freed key (" + answer + ") or the waiter was told")
+                    .isTrue();
+            subscribed.get().close();
+        } finally {
+            releasing.close();
+            waiting.close();
+        }
+    }
+
+    private static boolean watched(Connection observer, LockKey key) throws java.sql.SQLException {
+        try (PreparedStatement statement = observer.prepareStatement(
+                "SELECT count(*) FROM leasehold_waiter WHERE lock_key = ? AND owner_token LIKE ?")) {
+            statement.setString(1, key.render());
+            statement.setString(2, PostgresDialect.WATCH_OWNER_PREFIX + "%");
+            try (ResultSet row = statement.executeQuery()) {
+                return row.next() && row.getLong(1) > 0;
+            }
+        }
+    }
+
+    private static boolean blockedOnALock(Connection observer) throws java.sql.SQLException {
+        try (PreparedStatement statement = observer.prepareStatement("SELECT count(*) FROM pg_stat_activity"
+                + " WHERE wait_event_type = 'Lock' AND query LIKE '%leasehold_lease%'")) {
+            try (ResultSet row = statement.executeQuery()) {
+                return row.next() && row.getLong(1) > 0;
+            }
         }
     }
 }
