@@ -48,7 +48,15 @@ public final class EtcdCluster implements AutoCloseable {
         final String name;
         final int clientPort;
         final int peerPort;
+        /** The proxy its peers reach it through, or {@code null}: they reach it directly. */
+        TcpProxy peerProxy;
+
         Process process;
+
+        /** The peer port it advertises: its proxy's, if it has one. */
+        int advertisedPeerPort() {
+            return peerProxy == null ? peerPort : peerProxy.port();
+        }
 
         Member(String name, int clientPort, int peerPort) {
             this.name = name;
@@ -57,12 +65,17 @@ public final class EtcdCluster implements AutoCloseable {
         }
     }
 
-    private EtcdCluster(Path dir, int size, Duration heartbeat, Duration electionTimeout) throws IOException {
+    private EtcdCluster(Path dir, int size, Duration heartbeat, Duration electionTimeout, boolean peerProxies)
+            throws IOException {
         this.dir = dir;
         this.heartbeat = heartbeat;
         this.electionTimeout = electionTimeout;
         for (int i = 0; i < size; i++) {
-            members.add(new Member("m" + i, freePort(), freePort()));
+            Member member = new Member("m" + i, freePort(), freePort());
+            members.add(member);
+            if (peerProxies) {
+                member.peerProxy = TcpProxy.to("127.0.0.1", member.peerPort);
+            }
         }
     }
 
@@ -76,14 +89,29 @@ public final class EtcdCluster implements AutoCloseable {
      */
     public static EtcdCluster start(int size, Duration heartbeat, Duration electionTimeout)
             throws IOException, InterruptedException {
+        return start(size, heartbeat, electionTimeout, false);
+    }
+
+    /**
+     * Starts {@code size} members as {@link #start} does, each reached by its peers through a
+     * {@link TcpProxy} of its own (it advertises the proxy's address as its peer URL), so that
+     * {@link #isolate} can cut one member from the others while its clients still reach it.
+     */
+    public static EtcdCluster startWithPeerProxies(int size, Duration heartbeat, Duration electionTimeout)
+            throws IOException, InterruptedException {
+        return start(size, heartbeat, electionTimeout, true);
+    }
+
+    private static EtcdCluster start(int size, Duration heartbeat, Duration electionTimeout, boolean peerProxies)
+            throws IOException, InterruptedException {
         if (size < 1) {
             throw new IllegalArgumentException("a cluster needs at least one member, was " + size);
         }
         // A member that exits on its first start most often lost a port to another process between
         // the choice and the bind; a fresh cluster on fresh ports is tried a few times.
         for (int attempt = 1; ; attempt++) {
-            EtcdCluster cluster =
-                    new EtcdCluster(Files.createTempDirectory("leasehold-etcd"), size, heartbeat, electionTimeout);
+            EtcdCluster cluster = new EtcdCluster(
+                    Files.createTempDirectory("leasehold-etcd"), size, heartbeat, electionTimeout, peerProxies);
             try {
                 for (int i = 0; i < size; i++) {
                     cluster.launch(i);
@@ -144,6 +172,40 @@ public final class EtcdCluster implements AutoCloseable {
     /** The client URL of one member. */
     public String endpoint(int member) {
         return endpoints().get(member);
+    }
+
+    /**
+     * Cuts {@code member} off from every other member, both ways, while its clients still reach
+     * it: its peer proxy resets every connection, and the other members' peer proxies reset the
+     * connections its process makes, until {@link #healPeers()}. Only for a cluster started
+     * {@linkplain #startWithPeerProxies with peer proxies}.
+     */
+    public synchronized void isolate(int member) {
+        Member isolated = members.get(member);
+        if (isolated.peerProxy == null || isolated.process == null) {
+            throw new IllegalStateException("member " + member + " is not running behind a peer proxy");
+        }
+        long pid = isolated.process.pid();
+        isolated.peerProxy.cut();
+        for (Member other : members) {
+            if (other != isolated) {
+                other.peerProxy.cutFrom(pid);
+            }
+        }
+    }
+
+    /** Heals every peer proxy: the members reach each other again. */
+    public synchronized void healPeers() {
+        for (Member member : members) {
+            if (member.peerProxy != null) {
+                member.peerProxy.heal();
+            }
+        }
+    }
+
+    /** The peer proxy of {@code member}, whose counters show a cut was real; empty without proxies. */
+    public java.util.Optional<TcpProxy> peerProxy(int member) {
+        return java.util.Optional.ofNullable(members.get(member).peerProxy);
     }
 
     /** Kills a member at once ({@code SIGKILL}), as a crash would; its data stays for a restart. */
@@ -215,7 +277,7 @@ public final class EtcdCluster implements AutoCloseable {
             if (initial.length() > 0) {
                 initial.append(',');
             }
-            initial.append(m.name).append("=http://127.0.0.1:").append(m.peerPort);
+            initial.append(m.name).append("=http://127.0.0.1:").append(m.advertisedPeerPort());
         }
         Path data = dir.resolve(member.name);
         List<String> command = List.of(
@@ -231,7 +293,7 @@ public final class EtcdCluster implements AutoCloseable {
                 "--listen-peer-urls",
                 "http://127.0.0.1:" + member.peerPort,
                 "--initial-advertise-peer-urls",
-                "http://127.0.0.1:" + member.peerPort,
+                "http://127.0.0.1:" + member.advertisedPeerPort(),
                 "--initial-cluster",
                 initial.toString(),
                 "--initial-cluster-state",
@@ -319,6 +381,11 @@ public final class EtcdCluster implements AutoCloseable {
     /** Stops every member and deletes the data directories. */
     @Override
     public synchronized void close() {
+        for (Member member : members) {
+            if (member.peerProxy != null) {
+                member.peerProxy.close();
+            }
+        }
         for (int i = 0; i < members.size(); i++) {
             Process process = members.get(i).process;
             if (process != null) {

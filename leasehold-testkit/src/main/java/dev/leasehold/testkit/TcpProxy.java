@@ -56,6 +56,9 @@ public final class TcpProxy implements AutoCloseable {
     private final AtomicLong forwarded = new AtomicLong();
     private final AtomicReference<Runnable> onNextRequest = new AtomicReference<>();
     private volatile boolean cut;
+    /** The process whose connections are reset until {@link #heal()}, or -1. */
+    private volatile long cutPid = -1;
+
     private volatile boolean upBlackholed;
     private volatile boolean downBlackholed;
     private volatile long upDelayNanos;
@@ -147,6 +150,30 @@ public final class TcpProxy implements AutoCloseable {
     }
 
     /**
+     * Resets every open connection that process {@code pid} made, and every new one it makes, until
+     * {@link #heal()}; other clients' connections pass. A member of a cluster whose peers are each
+     * reached through a proxy is cut off from them, both ways, by cutting its own proxy and its
+     * connections through theirs. The owner of a connection is found in {@code /proc} (Linux).
+     *
+     * @throws UnsupportedOperationException where {@code /proc/net/tcp} is not readable
+     */
+    public void cutFrom(long pid) {
+        if (!LoopbackSockets.supported()) {
+            throw new UnsupportedOperationException("no /proc/net/tcp here: a connection's process is unknown");
+        }
+        List<Link> open;
+        synchronized (admission) {
+            cutPid = pid;
+            open = List.copyOf(links);
+        }
+        for (Link link : open) {
+            if (link.from(pid)) {
+                link.reset();
+            }
+        }
+    }
+
+    /**
      * Lets everything pass again, without delay; connections that lost bytes to a black hole are
      * reset first.
      */
@@ -162,6 +189,7 @@ public final class TcpProxy implements AutoCloseable {
             }
         }
         cut = false;
+        cutPid = -1;
     }
 
     /** Bytes a black hole dropped so far. */
@@ -218,7 +246,8 @@ public final class TcpProxy implements AutoCloseable {
                 continue;
             }
             accepted.incrementAndGet();
-            if (cut) {
+            long banned = cutPid;
+            if (cut || (banned >= 0 && LoopbackSockets.ownedBy(banned, client.getPort(), port()))) {
                 resetQuietly(client);
                 resets.incrementAndGet();
                 continue;
@@ -237,7 +266,7 @@ public final class TcpProxy implements AutoCloseable {
             Link link = new Link(client, server);
             synchronized (admission) {
                 // A cut (or close) since the check above reset only the links registered then.
-                if (!cut && !closed) {
+                if (!cut && !closed && (cutPid < 0 || !link.from(cutPid))) {
                     links.add(link);
                 }
             }
@@ -281,6 +310,11 @@ public final class TcpProxy implements AutoCloseable {
             down.setDaemon(true);
             up.start();
             down.start();
+        }
+
+        /** Whether process {@code pid} made this connection. */
+        boolean from(long pid) {
+            return LoopbackSockets.ownedBy(pid, client.getPort(), port());
         }
 
         void reset() {

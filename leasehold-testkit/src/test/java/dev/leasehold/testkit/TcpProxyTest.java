@@ -175,6 +175,31 @@ class TcpProxyTest {
     }
 
     @Test
+    void aCutFromOneProcessResetsItsConnectionsOnlyUntilHealed() throws Exception {
+        Process other = new ProcessBuilder("sleep", "60").start();
+        try (Socket mine = connect(5_000)) {
+            assertThat(roundTrip(mine, "one")).isEqualTo("one");
+            proxy.cutFrom(other.pid());
+            assertThat(roundTrip(mine, "two")).as("another process's cut").isEqualTo("two");
+            proxy.cutFrom(ProcessHandle.current().pid());
+            assertThatThrownBy(() -> roundTrip(mine, "three"))
+                    .isInstanceOf(IOException.class)
+                    .isNotInstanceOf(SocketTimeoutException.class);
+            try (Socket fresh = connect(5_000)) {
+                assertThatThrownBy(() -> roundTrip(fresh, "four"))
+                        .isInstanceOf(IOException.class)
+                        .isNotInstanceOf(SocketTimeoutException.class);
+            }
+            proxy.heal();
+            try (Socket s = connect(5_000)) {
+                assertThat(roundTrip(s, "five")).isEqualTo("five");
+            }
+        } finally {
+            other.destroyForcibly();
+        }
+    }
+
+    @Test
     void aConnectionAcceptedWhileTheCutHappensIsResetToo() throws Exception {
         // The cut comes after the acceptor admitted the connection and before it registered it: the
         // window in which a connection used to escape the cut and pass traffic all through it.

@@ -137,7 +137,9 @@ final class CrashedService implements Scenario {
         Storm(Starter starter, PrivateDatabase db, Profile profile, Tally tally) {
             this.starter = starter;
             this.tally = tally;
-            int requests = profile.times(40);
+            // each request is sent about four times (three idempotent, one plain) and more when
+            // retried: in the long profile enough requests for the profile's least operations
+            int requests = Math.max(profile.times(40), profile.minOperations() / 4);
             for (int i = 0; i < requests; i++) {
                 keys.add("k" + i);
                 duplicatesLeft.put("k" + i, 2);
@@ -151,12 +153,13 @@ final class CrashedService implements Scenario {
 
         void run() throws Exception {
             start();
-            long deadline = System.nanoTime() + Duration.ofSeconds(120).toNanos();
+            Duration giveUp = Duration.ofSeconds(120L * Math.max(1, keys.size() / 200));
+            long deadline = System.nanoTime() + giveUp.toNanos();
             try {
                 targetedKill();
                 while (!done()) {
                     if (System.nanoTime() > deadline) {
-                        throw new IllegalStateException("the storm did not finish in 120 s: "
+                        throw new IllegalStateException("the storm did not finish in " + giveUp.toSeconds() + " s: "
                                 + (keys.size() - acked.size()) + " requests unanswered\n" + service.logTail());
                     }
                     send();

@@ -37,11 +37,14 @@ import org.awaitility.Awaitility;
  * 12. The etcd lease store on a three-member cluster this scenario starts. First a client (A) that
  * reaches one follower through a TCP proxy of the test kit is cut off, or black-holed, while it
  * holds, while it waits for a key another client holds, and (answers only) while it releases; then
- * the leader is killed ({@code SIGKILL}) while a directly connected client holds. A
+ * the leader is killed ({@code SIGKILL}) while a directly connected client holds; last, a member
+ * (a follower or the leader) is cut off from the other two through the peer proxies ({@link
+ * EtcdCluster#isolate}) while a client whose only endpoint it is holds. A
  * holder cut off must be told {@code onLost} by its lease's end; each next holder's fence (the
  * key's revision) must be larger; an old holder's fenced write after the new holder's must be
  * refused; the history checker sees no overlapping grants (etcd keeps what it acknowledged).
- * Canaries: a probe through the proxy answers before each cut and not during it; the cut-off
+ * Canaries: a probe through the proxy answers before each cut and not during it (for the cut-off
+ * member, a linearizable read there); the cut-off
  * holder's unfenced write after the heal lands over the new holder's; the killed leader's endpoint
  * stops answering and another member leads.
  */
@@ -88,7 +91,8 @@ final class EtcdFaults implements Scenario {
         ExecutorService workers = Executors.newCachedThreadPool();
         String prefix = "faults-" + UUID.randomUUID().toString().substring(0, 8) + "/";
         try (PrivateDatabase db = PrivateDatabase.create(Database.POSTGRESQL);
-                EtcdCluster cluster = EtcdCluster.start(3, Duration.ofMillis(100), Duration.ofSeconds(1))) {
+                EtcdCluster cluster =
+                        EtcdCluster.startWithPeerProxies(3, Duration.ofMillis(100), Duration.ofSeconds(1))) {
             db.execute(
                     "CREATE TABLE " + TABLE + " (effect VARCHAR(64) NOT NULL PRIMARY KEY,"
                             + " lock_key VARCHAR(100) NOT NULL, fence BIGINT NOT NULL)",
@@ -128,6 +132,22 @@ final class EtcdFaults implements Scenario {
                 int rounds = profile.times(1);
                 for (int round = 0; round < rounds; round++) {
                     run.leaderKilled(cluster, round);
+                }
+            }
+            int rounds = profile.times(2);
+            for (int round = 0; round < rounds; round++) {
+                int leading = cluster.awaitLeader(Duration.ofSeconds(30));
+                // even rounds cut a follower off, odd ones the leader
+                int isolated = round % 2 == 1 ? leading : (leading + 1) % cluster.size();
+                List<String> majority = new java.util.ArrayList<>(cluster.endpoints());
+                majority.remove(isolated);
+                Confirmations confirmations = new Confirmations();
+                try (Library.Store minority = Library.etcdStore(List.of(cluster.endpoint(isolated)), prefix);
+                        Library.Store rest = Library.etcdStore(majority, prefix);
+                        LockService a = Library.locks(minority.store(), confirmations::record);
+                        LockService b = Library.locks(rest.store())) {
+                    new Run(db, tally, history, a, b, minority, workers)
+                            .minorityCut(cluster, isolated, isolated == leading, confirmations, round);
                 }
             }
             tally.check(
@@ -420,6 +440,101 @@ final class EtcdFaults implements Scenario {
             tally.operation();
         }
 
+        /**
+         * A, whose client reaches one member only, holds; that member is cut off from the other
+         * two (its peer links reset both ways through the peer proxies) while A's link to it
+         * stays up. The member, a minority, can confirm nothing: A must be told {@code onLost}
+         * (and {@code isHeld()} false) within its last confirmed grant or renewal + its lease +
+         * {@link #LOST_SLACK}; B, a client of the majority, then takes the key at a larger fence
+         * (revision); A's fenced write during the partition is refused; after the heal the
+         * rejoined member shows B's grant. The stall is the time from the cut to B's grant.
+         * Canary: a linearizable read at the member answers before the cut and not during it
+         * (while a serializable one still answers there), and A's unfenced write lands over B's.
+         */
+        void minorityCut(EtcdCluster cluster, int isolated, boolean wasLeader, Confirmations confirmations, int round)
+                throws Exception {
+            LockKey key = LockKey.of("etcd", "minority" + round);
+            String k = key.render();
+            String member = "m" + isolated + (wasLeader ? " (the leader)" : " (a follower)");
+            String endpoint = cluster.endpoint(isolated);
+            Lease held = acquire("A", a, key);
+            CountDownLatch lost = lostLatch("A", held);
+            expect("A", held, "r" + round + "-M-A0", true);
+            if (!read(endpoint, false)) {
+                throw new IllegalStateException("member " + member + " gave no linearizable read before the cut");
+            }
+            history.fault(
+                    "etcd member " + member + ", A's only endpoint, cut off from the other two while A holds " + k);
+            long cutAt = System.nanoTime();
+            cluster.isolate(isolated);
+            Lease next = null;
+            try {
+                boolean refused = !read(endpoint, false);
+                boolean local = read(endpoint, true);
+                if (refused) {
+                    tally.canary("a linearizable read at the cut-off member " + member + " got no answer"
+                            + (local ? " (a serializable read there did)" : ""));
+                }
+                tally.note(k + ": during the cut of " + member + " a linearizable read there "
+                        + (refused ? "got no answer" : "answered") + ", a serializable one "
+                        + (local ? "answered" : "got no answer"));
+                if (!lost.await(LEASE.plus(LOST_SLACK).toMillis() + 10_000, TimeUnit.MILLISECONDS)) {
+                    tally.violation("A, its member " + member + " cut off, was never told it lost " + k);
+                } else {
+                    Duration lostAfter = confirmations.lostAfterConfirmation(held);
+                    Long confirmed = confirmations.lastConfirmed(held);
+                    tally.note(k + ": A told lost "
+                            + (lostAfter == null ? "(no confirmation seen)" : lostAfter.toMillis() + " ms")
+                            + " after its last confirmation"
+                            + (confirmed == null ? "" : " (" + relative(confirmed - cutAt) + " the cut)")
+                            + "; " + member + " cut off");
+                    if (lostAfter == null || lostAfter.compareTo(LEASE.plus(LOST_SLACK)) > 0) {
+                        tally.violation("A was told it lost " + k + " "
+                                + (lostAfter == null ? "?" : lostAfter.toMillis())
+                                + " ms after its last confirmation: beyond its lease (" + LEASE.toMillis() + " ms) + "
+                                + LOST_SLACK.toMillis() + " ms");
+                    }
+                    if (held.isHeld()) {
+                        tally.violation("A's lease on " + k + " still says isHeld() after onLost");
+                    }
+                }
+                next = acquireOrNull("B", b, key, LEASE, Duration.ofSeconds(15));
+                if (next == null) {
+                    tally.violation("B, a client of the majority, could not take " + k + " within 15 s of A's loss"
+                            + " while " + member + " was cut off");
+                } else {
+                    Duration stall = Duration.ofNanos(System.nanoTime() - cutAt);
+                    tally.stall(stall);
+                    tally.note(k + ": B, a client of the majority, was granted the key " + stall.toMillis()
+                            + " ms after the cut of " + member + " (fence " + held.fence() + " -> " + next.fence()
+                            + ")");
+                    if (next.fence() <= held.fence()) {
+                        tally.violation("B got fence " + next.fence() + " on " + k + ", not above A's " + held.fence());
+                    }
+                    expect("B", next, "r" + round + "-M-B0", true);
+                    inspect("B", b, key);
+                    expect("A", held, "r" + round + "-M-A1", false);
+                    unfenced(k, "B");
+                    unfenced(k, "A");
+                    if ("A".equals(canaryOwner(k))) {
+                        tally.canary("A's unfenced write, its member cut off, landed over B's on " + k);
+                        tally.note(k + ": A's unfenced write, its member cut off, landed over B's");
+                    }
+                }
+            } finally {
+                cluster.healPeers();
+            }
+            cluster.awaitLeader(Duration.ofSeconds(30));
+            awaitAnswers(far);
+            if (next != null) {
+                inspect("A", a, key); // the rejoined member shows B's grant
+                expect("B", next, "r" + round + "-M-B1", true);
+                release("B", next);
+            }
+            closeQuietly(held);
+            tally.operation();
+        }
+
         /** A holds through all members; the leader is killed; B takes the key after A. */
         void leaderKilled(EtcdCluster cluster, int round) throws Exception {
             LockKey key = LockKey.of("etcd", "leader" + round);
@@ -560,6 +675,11 @@ final class EtcdFaults implements Scenario {
         }
     }
 
+    /** {@code nanos} as "N ms after" or "N ms before". */
+    private static String relative(long nanos) {
+        return Math.abs(nanos) / 1_000_000 + " ms " + (nanos >= 0 ? "after" : "before");
+    }
+
     /** Waits until the store's client answers again (after a heal it reconnects with a back-off). */
     private static Duration awaitAnswers(Library.Store store) {
         long start = System.nanoTime();
@@ -571,6 +691,33 @@ final class EtcdFaults implements Scenario {
                 .until(() -> store.store().inspect(probe).isEmpty());
         return Duration.ofNanos(System.nanoTime() - start);
     }
+
+    /**
+     * Whether the member at {@code endpoint} answers a read of one key within 1 s through etcd's
+     * JSON gateway: linearizable (the member must confirm it with a quorum) or serializable (its
+     * own data).
+     */
+    private static boolean read(String endpoint, boolean serializable) {
+        java.net.http.HttpRequest request = java.net.http.HttpRequest.newBuilder(URI.create(endpoint + "/v3/kv/range"))
+                .timeout(Duration.ofSeconds(1))
+                .POST(java.net.http.HttpRequest.BodyPublishers.ofString(
+                        "{\"key\":\"cHJvYmU=\",\"serializable\":" + serializable + "}"))
+                .build();
+        try {
+            return READS.send(request, java.net.http.HttpResponse.BodyHandlers.ofString())
+                            .statusCode()
+                    == 200;
+        } catch (java.io.IOException e) {
+            return false;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return false;
+        }
+    }
+
+    private static final java.net.http.HttpClient READS = java.net.http.HttpClient.newBuilder()
+            .connectTimeout(Duration.ofMillis(500))
+            .build();
 
     /** Whether etcd answers {@code GET /health} through the proxy within 500 ms. */
     private static boolean probe(TcpProxy proxy) {

@@ -8,7 +8,7 @@ import org.opentest4j.TestAbortedException;
  * Runs every scenario on every backend, prints the table and writes it as Markdown.
  *
  * <pre>
- * java dev.leasehold.faults.FaultRunner [short|long] [report.md] [scenario-number...]
+ * java dev.leasehold.faults.FaultRunner [short|long] [report.md] [scenario-number[,number...]...]
  * </pre>
  *
  * Exits with 1 if a scenario failed (a canary that saw no fault, or a protected violation), so a
@@ -21,7 +21,14 @@ public final class FaultRunner {
     public static void main(String[] args) throws Exception {
         Profile profile = Profile.parse(args.length > 0 ? args[0] : "short");
         Path file = Path.of(args.length > 1 ? args[1] : "docs/faults/latest.md");
-        List<String> only = args.length > 2 ? List.of(args).subList(2, args.length) : List.of();
+        // scenario numbers, each its own argument or several in one separated by commas
+        List<String> only = args.length > 2
+                ? List.of(args).subList(2, args.length).stream()
+                        .flatMap(arg -> java.util.Arrays.stream(arg.split(",")))
+                        .map(String::trim)
+                        .filter(number -> !number.isEmpty())
+                        .toList()
+                : List.of();
         Report report = new Report();
         for (Scenario scenario : Scenario.all()) {
             if (!only.isEmpty() && !only.contains(scenario.title().split(" ")[0])) {

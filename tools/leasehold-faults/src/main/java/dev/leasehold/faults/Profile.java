@@ -33,6 +33,11 @@ public enum Profile {
         return done < rounds || (operations < minOperations && done < rounds * 100);
     }
 
+    /** The least number of operations a scenario's history should hold (0: no least). */
+    public int minOperations() {
+        return minOperations;
+    }
+
     /** {@code base} operations scaled for this profile. */
     public int times(int base) {
         return base * scale;

@@ -119,11 +119,12 @@ final class StormAcrossInstances implements Scenario {
                 Map<String, JsonNode> before = conservation(http, loans.get(0));
                 List<Repayment> storm = storm(profile.times(200));
                 Map<String, List<Answer>> answers = new ConcurrentHashMap<>();
+                History history = new History();
                 AtomicInteger retried = new AtomicInteger();
                 long started = System.nanoTime();
-                run(storm, i -> send(http, loans.get(i % loans.size()), storm.get(i), answers, retried, tally));
+                run(storm, i -> send(http, loans, i, storm.get(i), answers, history, retried, tally));
                 long stormMillis = (System.nanoTime() - started) / 1_000_000;
-                checkProtected(http, loans, before, storm, answers, tally);
+                checkProtected(http, loans, before, storm, answers, history, tally);
                 run(storm, i -> sendPlain(http, plains.get(i % plains.size()), storm.get(i)));
                 checkCanary(plain, storm, tally);
                 tally.note("requests: " + storm.size() + " ("
@@ -290,12 +291,18 @@ final class StormAcrossInstances implements Scenario {
     /** One repayment until its final answer: a 409 (busy, or in progress) is retried after its Retry-After. */
     private static void send(
             HttpClient http,
-            String base,
+            List<String> bases,
+            int index,
             Repayment r,
             Map<String, List<Answer>> answers,
+            History history,
             AtomicInteger retried,
             Tally tally)
             throws Exception {
+        String base = bases.get(index % bases.size());
+        if (r.duplicate) {
+            history.fault("duplicate of " + r.key + " to instance " + index % bases.size());
+        }
         HttpRequest request = HttpRequest.newBuilder(URI.create(base + "/notes/" + r.note + "/repayments"))
                 .header("Authorization", AUTHORIZATION)
                 .header("Content-Type", "application/json")
@@ -332,6 +339,20 @@ final class StormAcrossInstances implements Scenario {
                         .orElse(false);
                 answers.computeIfAbsent(r.key, k -> new CopyOnWriteArrayList<>())
                         .add(new Answer(response.body(), duplicate, took.toMillis()));
+                // Each answer acknowledges two effects: the trade booked, and booked as this receipt.
+                String flow = JSON.readTree(response.body()).path("flowId").asText();
+                for (String effect : List.of(r.key, r.key + "#" + flow)) {
+                    history.add(
+                            "client",
+                            History.Kind.WRITE,
+                            r.key,
+                            null,
+                            start,
+                            0,
+                            History.Result.OK,
+                            "repayment",
+                            effect);
+                }
             } else {
                 tally.violation("repayment " + r.key + " of " + r.note + " to " + base + " was answered " + status
                         + ": " + response.body());
@@ -361,6 +382,7 @@ final class StormAcrossInstances implements Scenario {
             Map<String, JsonNode> before,
             List<Repayment> storm,
             Map<String, List<Answer>> answers,
+            History history,
             Tally tally)
             throws Exception {
         Map<String, Repayment> originals = new HashMap<>();
@@ -406,15 +428,17 @@ final class StormAcrossInstances implements Scenario {
                 }
             }
         }
+        Map<String, Long> effects = new HashMap<>();
         for (int n = 1; n <= NOTES; n++) {
             String note = note(n);
             HttpResponse<String> response = http.send(
                     get(bases.get(1) + "/notes/" + note + "/repayments"), HttpResponse.BodyHandlers.ofString());
             Map<String, List<JsonNode>> flowsByTrade = new HashMap<>();
             for (JsonNode flow : JSON.readTree(response.body())) {
-                flowsByTrade
-                        .computeIfAbsent(flow.get("outTradeNo").asText(), k -> new ArrayList<>())
-                        .add(flow);
+                String trade = flow.get("outTradeNo").asText();
+                flowsByTrade.computeIfAbsent(trade, k -> new ArrayList<>()).add(flow);
+                effects.merge(trade, 1L, Long::sum);
+                effects.merge(trade + "#" + flow.path("flowId").asText(), 1L, Long::sum);
             }
             for (Repayment r : originals.values()) {
                 if (!r.note.equals(note) || !answers.containsKey(r.key)) {
@@ -430,6 +454,9 @@ final class StormAcrossInstances implements Scenario {
                 }
             }
         }
+        // Every answer's trade booked once, and as the receipt it was answered: the checker's
+        // effects rule over the whole storm (grants are inside the services and not recorded).
+        tally.check(new HistoryChecker(Duration.ZERO, false), history, effects);
     }
 
     /** The canary's request: the trade number as Idempotency-Key, which it ignores. */
