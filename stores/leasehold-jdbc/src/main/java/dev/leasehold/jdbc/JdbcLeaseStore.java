@@ -54,6 +54,7 @@ public final class JdbcLeaseStore implements LeaseStore {
     private final WaiterQueue queue;
     private final LeaseAdmin admin;
     private final Housekeeping housekeeping;
+    private final HeldElsewhere heldElsewhere = new HeldElsewhere();
     private ReleaseFeed feed; // guarded by listenerLock
     private volatile boolean closed;
 
@@ -103,8 +104,20 @@ public final class JdbcLeaseStore implements LeaseStore {
 
     private AcquireResult acquire(LockKey key, String owner, Duration leaseFor, AcquireRequest request) {
         checkOwner(key, owner);
+        String rendered = key.render();
         Map<String, Object> values =
-                Map.of("key", key.render(), "owner", owner, "lease_ms", millis(leaseFor), "holder", holder);
+                Map.of("key", rendered, "owner", owner, "lease_ms", millis(leaseFor), "holder", holder);
+        if (heldElsewhere.probablyHeld(rendered)) {
+            // A plain read refuses as the acquire statement would (held by another owner, unexpired),
+            // without locking the row; anything else goes on to the acquire statement.
+            AcquireResult.Busy seen =
+                    calls.execute("acquire", key, connection -> heldByAnother(connection, rendered, owner));
+            if (seen != null) {
+                heldElsewhere.held(rendered, seen.holderRemaining());
+                return queue.busy(key, owner, seen, request);
+            }
+            heldElsewhere.free(rendered);
+        }
         AcquireResult result = calls.execute("acquire", key, connection -> {
             try (PreparedStatement statement = calls.prepare(connection, Op.ACQUIRE, values);
                     ResultSet row = statement.executeQuery()) {
@@ -119,10 +132,24 @@ public final class JdbcLeaseStore implements LeaseStore {
             }
         });
         if (result instanceof AcquireResult.Busy busy) {
+            heldElsewhere.held(rendered, busy.holderRemaining());
             return queue.busy(key, owner, busy, request);
         }
+        heldElsewhere.free(rendered);
         queue.afterGrant(key, owner);
         return result;
+    }
+
+    /** The key's unexpired lease if another owner holds it, read without locking; null otherwise. */
+    private AcquireResult.Busy heldByAnother(Connection connection, String key, String owner) throws SQLException {
+        try (PreparedStatement statement = calls.prepare(connection, Op.INSPECT, Map.of("key", key));
+                ResultSet row = statement.executeQuery()) {
+            String holderToken = row.next() ? row.getString(1) : null;
+            if (holderToken == null || owner.equals(holderToken)) {
+                return null;
+            }
+            return new AcquireResult.Busy(StoreCalls.remaining(row));
+        }
     }
 
     @Override
@@ -164,7 +191,11 @@ public final class JdbcLeaseStore implements LeaseStore {
             return calls.execute("release", key, connection -> {
                 try (PreparedStatement statement =
                         calls.prepare(connection, Op.RELEASE, StoreCalls.keyAndOwner(key, owner))) {
-                    return calls.changedOneRow(statement);
+                    boolean released = calls.changedOneRow(statement);
+                    if (released) {
+                        heldElsewhere.free(key.render());
+                    }
+                    return released;
                 }
             });
         } catch (SchemaMissingException e) {

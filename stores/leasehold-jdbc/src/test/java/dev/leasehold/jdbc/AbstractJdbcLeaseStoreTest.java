@@ -952,6 +952,50 @@ abstract class AbstractJdbcLeaseStoreTest extends LeaseStoreConformance {
     }
 
     /**
+     * Once a store was told a key is busy, a further try by another owner reads the row without
+     * locking it: it is refused while another transaction holds the row's lock, where the locking
+     * acquire statement would wait for that lock past the call timeout. Counted as one statement
+     * per failed try, like the first.
+     */
+    @Test
+    void aRepeatedBusyTryReadsTheRowWithoutLockingIt() throws Exception {
+        java.util.concurrent.atomic.AtomicLong statements = new java.util.concurrent.atomic.AtomicLong();
+        DataSource counted = new WrappingDataSource(dataSource(), c -> countingStatements(c, statements));
+        LockKey key = key("busy-read");
+        String owner = LockOwner.create("t").token();
+        try (JdbcLeaseStore store = JdbcLeaseStore.builder(counted)
+                        .database(database())
+                        .releaseNotifications(false)
+                        .callTimeout(Duration.ofSeconds(2))
+                        .build();
+                Connection rowLocker = dataSource().getConnection()) {
+            assertThat(store.tryAcquire(key, owner, Duration.ofSeconds(30))).isInstanceOf(AcquireResult.Granted.class);
+            assertStatements(statements, 1, "first failed try", () -> assertThat(
+                            store.tryAcquire(key, LockOwner.create("t").token(), Duration.ofSeconds(30)))
+                    .isInstanceOf(AcquireResult.Busy.class));
+            rowLocker.setAutoCommit(false);
+            try (PreparedStatement lock =
+                    rowLocker.prepareStatement("SELECT lock_key FROM leasehold_lease WHERE lock_key = ? FOR UPDATE")) {
+                lock.setString(1, key.render());
+                try (ResultSet row = lock.executeQuery()) {
+                    assertThat(row.next()).isTrue();
+                }
+                assertStatements(statements, 1, "failed try while the row is locked", () -> assertThat(
+                                store.tryAcquire(key, LockOwner.create("t").token(), Duration.ofSeconds(30)))
+                        .isInstanceOfSatisfying(AcquireResult.Busy.class, busy -> assertThat(busy.holderRemaining())
+                                .isPositive()));
+            } finally {
+                rowLocker.rollback();
+                rowLocker.setAutoCommit(true);
+            }
+            assertThat(store.release(key, owner)).isTrue();
+            assertStatements(statements, 1, "acquire after the release", () -> assertThat(
+                            store.tryAcquire(key, LockOwner.create("t").token(), Duration.ofSeconds(30)))
+                    .isInstanceOf(AcquireResult.Granted.class));
+        }
+    }
+
+    /**
      * A store over one connection whose statements the server counts, handed out with {@code
      * autoCommit} as a pool would; empty where the database counts nothing per session.
      */
