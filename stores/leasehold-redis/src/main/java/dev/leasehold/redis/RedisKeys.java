@@ -12,6 +12,7 @@ import java.util.List;
 final class RedisKeys {
 
     private static final String RELEASED = ":released";
+    private static final String LISTENING = ":listening";
 
     private final String prefix;
 
@@ -60,6 +61,19 @@ final class RedisKeys {
 
     String channel(LockKey key) {
         return lease(key) + RELEASED;
+    }
+
+    /**
+     * The key's listening mark: present (with a TTL) while some store has subscribers of the key's
+     * channel, so that a release publishes only then (see {@link RedisNotices}).
+     */
+    String listening(LockKey key) {
+        return lease(key) + LISTENING;
+    }
+
+    /** The listening mark of the key whose channel is {@code channel}. */
+    String listeningOfChannel(String channel) {
+        return channel.substring(0, channel.length() - RELEASED.length()) + LISTENING;
     }
 
     /** The rendered lock key of a channel named by {@link #channel}. */

@@ -185,6 +185,12 @@ final class RedisWaiterQueue {
         return new String[] {lease, keys.fence(key), lease + ":queue", lease + ":waiters"};
     }
 
+    /** The release scripts' keys: {@link #keys} and the key's listening mark. */
+    static String[] releaseKeys(RedisKeys keys, LockKey key) {
+        String lease = keys.lease(key);
+        return new String[] {lease, keys.fence(key), lease + ":queue", lease + ":waiters", keys.listening(key)};
+    }
+
     /**
      * One acquire's ask: what was known before the script, and the script's arguments. {@code
      * untilPlace} is how long until a refused waiter is due a place; {@code waiting} whether it will
@@ -327,7 +333,11 @@ final class RedisWaiterQueue {
             String owner,
             String counterTtl) {
         return releaseScript()
-                .run(redis, ScriptOutputType.INTEGER, keys(keys, key), releaseArgs(keys, key, owner, counterTtl));
+                .run(
+                        redis,
+                        ScriptOutputType.INTEGER,
+                        releaseKeys(keys, key),
+                        releaseArgs(keys, key, owner, counterTtl));
     }
 
     /** {@link #release} with the script sent on asynchronous commands: no thread waits for the reply. */
@@ -338,7 +348,11 @@ final class RedisWaiterQueue {
             String owner,
             String counterTtl) {
         return releaseScript()
-                .runAsync(redis, ScriptOutputType.INTEGER, keys(keys, key), releaseArgs(keys, key, owner, counterTtl));
+                .runAsync(
+                        redis,
+                        ScriptOutputType.INTEGER,
+                        releaseKeys(keys, key),
+                        releaseArgs(keys, key, owner, counterTtl));
     }
 
     /** The acquire script of this queue's mode. */
