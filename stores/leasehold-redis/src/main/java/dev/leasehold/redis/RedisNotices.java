@@ -49,7 +49,8 @@ final class RedisNotices implements ReleaseFanOut.Server {
     private final boolean sharded;
     private final ReleaseFanOut byChannel = new ReleaseFanOut(this);
     private final RedisClusterCommands<String, String> marks; // the store's commands: listening marks
-    private ScheduledExecutorService refresher; // guarded by connection; started with the first mark
+    // written under connection, started with the first mark; read without it to mark a channel again
+    private volatile ScheduledExecutorService refresher;
 
     private final ReentrantLock connection = new ReentrantLock(); // orders the commands of the pub/sub connection
     // written under connection; read without it only by the listener, to subscribe again
@@ -76,7 +77,8 @@ final class RedisNotices implements ReleaseFanOut.Server {
 
     /** Whether someone in this store is subscribed to the key's releases: its waiters wait for it. */
     boolean waitsFor(LockKey key) {
-        return byChannel.keys().contains(keys.channel(key));
+        // Asked on every acquire: while nothing is subscribed, without naming the key's channel.
+        return !byChannel.isEmpty() && byChannel.keys().contains(keys.channel(key));
     }
 
     /**
@@ -205,15 +207,19 @@ final class RedisNotices implements ReleaseFanOut.Server {
             if (closed || channel.equals(keys.forceReleaseChannel()) || !byChannel.hasListeners(channel)) {
                 continue;
             }
-            try {
-                mark(channel);
-            } catch (RuntimeException e) {
-                log.warn(
-                        "could not mark {} as listened to: {}; its releases may not publish until the next"
-                                + " round, and its waiters fall back to their bounded poll",
-                        channel,
-                        e.getMessage());
-            }
+            refreshMark(channel);
+        }
+    }
+
+    private void refreshMark(String channel) {
+        try {
+            mark(channel);
+        } catch (RuntimeException e) {
+            log.warn(
+                    "could not mark {} as listened to: {}; its releases may not publish until the next"
+                            + " round, and its waiters fall back to their bounded poll",
+                    channel,
+                    e.getMessage());
         }
     }
 
@@ -251,8 +257,9 @@ final class RedisNotices implements ReleaseFanOut.Server {
      * A shard channel was unsubscribed: by this store when its last subscription closed, or by
      * the server when the channel's slot moved to another node (Redis unsubscribes the clients of
      * a slot it gives up). In the second case someone here still waits for it, and it is
-     * subscribed again, where the slot now is. Runs on the client's I/O thread: takes no lock and
-     * does not wait.
+     * subscribed again, where the slot now is, and its listening mark set there again (a slot
+     * moved without its keys has none). Runs on the client's I/O thread: takes no lock and does
+     * not wait.
      */
     private void subscribeAgainIfWanted(String shardChannel) {
         StatefulRedisPubSubConnection<String, String> current = pubSub;
@@ -261,6 +268,11 @@ final class RedisNotices implements ReleaseFanOut.Server {
         }
         try {
             current.async().ssubscribe(shardChannel).whenComplete((done, failure) -> {
+                ScheduledExecutorService marking = refresher;
+                if (failure == null && marking != null) {
+                    // the slot's new node has no mark yet: set it there (never on this I/O thread)
+                    marking.execute(() -> refreshMark(shardChannel));
+                }
                 if (failure != null) {
                     log.warn(
                             "could not subscribe again to {} after the server dropped it: {}; its waiters fall"
