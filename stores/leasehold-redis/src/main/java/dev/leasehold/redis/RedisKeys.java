@@ -12,7 +12,8 @@ import java.util.List;
 final class RedisKeys {
 
     private static final String RELEASED = ":released";
-    private static final String LISTENING = ":listening";
+    static final String LISTENING = ":listening";
+    static final String FENCE = ":fence";
 
     private final String prefix;
 
@@ -56,7 +57,7 @@ final class RedisKeys {
     }
 
     String fence(LockKey key) {
-        return lease(key) + ":fence";
+        return lease(key) + FENCE;
     }
 
     String channel(LockKey key) {

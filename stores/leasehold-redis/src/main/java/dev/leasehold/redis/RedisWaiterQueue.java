@@ -182,13 +182,15 @@ final class RedisWaiterQueue {
 
     static String[] keys(RedisKeys keys, LockKey key) {
         String lease = keys.lease(key);
-        return new String[] {lease, keys.fence(key), lease + ":queue", lease + ":waiters"};
+        return new String[] {lease, lease + RedisKeys.FENCE, lease + ":queue", lease + ":waiters"};
     }
 
     /** The release scripts' keys: {@link #keys} and the key's listening mark. */
     static String[] releaseKeys(RedisKeys keys, LockKey key) {
         String lease = keys.lease(key);
-        return new String[] {lease, keys.fence(key), lease + ":queue", lease + ":waiters", keys.listening(key)};
+        return new String[] {
+            lease, lease + RedisKeys.FENCE, lease + ":queue", lease + ":waiters", lease + RedisKeys.LISTENING
+        };
     }
 
     /**
