@@ -32,7 +32,9 @@ import org.slf4j.LoggerFactory;
  * #MARK_TTL}. A release publishes only while the mark exists, so a lock nobody waits for costs no
  * PUBLISH. No wake-up is lost to it: a waiter asks again once its subscription is active (the
  * engine's "subscribe, then ask again"), so a release before the mark was set is seen by that ask,
- * and every later one publishes. A mark outlives its last subscriber by its TTL at most.
+ * and every later one publishes ({@code
+ * RedisReleaseCostTest.aReleaseOfAKeySomeoneWaitsForStillPublishesAndWakesTheWaiter}). A mark
+ * outlives its last subscriber by its TTL at most.
  */
 final class RedisNotices implements ReleaseFanOut.Server {
 
