@@ -9,6 +9,7 @@ import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionStage;
+import java.util.function.BooleanSupplier;
 import java.util.function.Consumer;
 import java.util.function.Supplier;
 import org.slf4j.Logger;
@@ -27,11 +28,13 @@ final class AcquireCalls {
     private final LeaseStore store;
     private final EngineThreads threads;
     private final LocalWaitQueues queues;
+    private final BooleanSupplier closed;
 
-    AcquireCalls(LeaseStore store, EngineThreads threads, LocalWaitQueues queues) {
+    AcquireCalls(LeaseStore store, EngineThreads threads, LocalWaitQueues queues, BooleanSupplier closed) {
         this.store = store;
         this.threads = threads;
         this.queues = queues;
+        this.closed = closed;
     }
 
     /**
@@ -87,10 +90,13 @@ final class AcquireCalls {
         }
     }
 
-    /** The call's answer by the deadline, or null; a failure gives back what it may have granted. */
+    /**
+     * The call's answer by the deadline, or null (also once the service closed: its close wakes
+     * the caller); a failure gives back what it may have granted.
+     */
     private <T> T answerBy(StoreCall<T> call, long deadline, List<LockKey> keys, String grantToken)
             throws InterruptedException {
-        if (!call.await(threads.parking(), deadline)) {
+        if (!call.await(threads.parking(), deadline, closed)) {
             return null;
         }
         if (call.failure() != null) {

@@ -136,6 +136,9 @@ final class KeyAcquirer {
                         return attempt.lease();
                     }
                     if (!attempt.answered()) {
+                        if (closed.getAsBoolean()) {
+                            throw new IllegalStateException("the lock service is closed");
+                        }
                         throw busy(key, start); // no answer within the wait: the wait ran out
                     }
                     if (!refused) {

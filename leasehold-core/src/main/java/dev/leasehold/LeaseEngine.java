@@ -58,9 +58,9 @@ final class LeaseEngine implements LockService {
         this.listeners = new Listeners(listeners);
         this.reentrant = reentrant;
         this.slots = new HolderSlots(ticker);
-        this.queues = new LocalWaitQueues(store, threads, fair);
+        this.queues = new LocalWaitQueues(store, threads, fair, closed::get);
         this.forceWatch = new ForceReleaseWatch(store, threads, slots, closed::get);
-        AcquireCalls calls = new AcquireCalls(store, threads, queues);
+        AcquireCalls calls = new AcquireCalls(store, threads, queues, closed::get);
         LeaseHost host = new Host(ticker);
         this.host = host;
         this.keyAcquirer =

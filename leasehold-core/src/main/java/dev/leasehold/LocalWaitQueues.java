@@ -8,6 +8,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.locks.LockSupport;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.BooleanSupplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -24,12 +25,14 @@ final class LocalWaitQueues {
     private final LeaseStore store;
     private final EngineThreads threads;
     private final boolean fair;
+    private final BooleanSupplier closed;
     private final ConcurrentHashMap<LockKey, WaitQueue> queues = new ConcurrentHashMap<>();
 
-    LocalWaitQueues(LeaseStore store, EngineThreads threads, boolean fair) {
+    LocalWaitQueues(LeaseStore store, EngineThreads threads, boolean fair, BooleanSupplier closed) {
         this.store = store;
         this.threads = threads;
         this.fair = fair;
+        this.closed = closed;
     }
 
     /** One waiting caller: woken by a signal or its alarm. */
@@ -178,7 +181,8 @@ final class LocalWaitQueues {
 
     /**
      * Subscribes to the queue's key on a worker, waiting until the deadline at most; the
-     * subscription, when it arrives (also later), wakes the queue's waiters.
+     * subscription, when it arrives (also later), wakes the queue's waiters. A close of the
+     * service ends the wait at once ({@link #wakeEveryone} unparks the caller).
      */
     void subscribe(WaitQueue queue, long deadline) throws InterruptedException {
         LockKey key = queue.key;
@@ -190,7 +194,7 @@ final class LocalWaitQueues {
                         log.warn("could not subscribe to releases of {}; waiters poll instead", key, orphan.failure());
                     }
                 });
-        if (!call.await(threads.parking(), deadline)) {
+        if (!call.await(threads.parking(), deadline, closed)) {
             return;
         }
         if (call.failure() != null) {

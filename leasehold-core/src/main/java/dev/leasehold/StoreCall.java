@@ -7,6 +7,7 @@ import java.util.concurrent.Executor;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.LockSupport;
+import java.util.function.BooleanSupplier;
 import java.util.function.Consumer;
 
 /**
@@ -96,8 +97,16 @@ final class StoreCall<T> implements Runnable {
      * @return whether the outcome arrived in time
      */
     boolean await(Parking parking, long deadline) throws InterruptedException {
+        return await(parking, deadline, () -> false);
+    }
+
+    /**
+     * As {@link #await(Parking, long)}, also giving up as soon as {@code giveUp} holds (checked
+     * whenever the caller is unparked, e.g. by the service's close).
+     */
+    boolean await(Parking parking, long deadline, BooleanSupplier giveUp) throws InterruptedException {
         try {
-            parking.parkUntil(this::isDone, deadline);
+            parking.parkUntil(() -> isDone() || giveUp.getAsBoolean(), deadline);
         } catch (InterruptedException | RuntimeException | Error e) {
             if (!orphan()) {
                 // It arrived after all; as the caller leaves, the outcome goes to the orphan handler.

@@ -104,6 +104,49 @@ class WaitGiveUpTest extends EngineHarness {
     }
 
     @Test
+    void closingTheServiceEndsAWaitWhoseReleaseSubscriptionHasNoAnswer() throws Exception {
+        ScriptedStore store = store(true);
+        LockService service = service(store, b -> b.minPoll(HOUR).maxPoll(HOUR));
+        holdElsewhere(store, OTHER, HOUR);
+        Gate gate = new Gate();
+        store.script(Op.SUBSCRIBE, KEY, ScriptedStore.hang(gate)); // a store that stopped answering
+        Future<Lease> waiter = async(() -> service.acquire(KEY, waiting(HOUR, HOUR)));
+        gate.awaitEntered(); // told busy, the waiter now waits for its subscription
+
+        service.close(); // no time passes: only the close can end this wait
+
+        assertThatThrownBy(() -> await(waiter))
+                .as("the caller returns while its subscription hangs in the store")
+                .isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("closed");
+        gate.open(); // the late subscription is closed again
+        org.awaitility.Awaitility.await("the late subscription closed")
+                .atMost(FakeTime.PATIENCE)
+                .pollInterval(Duration.ofMillis(1))
+                .until(() -> store.subscriberCount(KEY) == 0);
+    }
+
+    @Test
+    void closingTheServiceEndsAWaitWhoseAskHasNoAnswer() throws Exception {
+        ScriptedStore store = store(false);
+        LockService service = service(store, b -> b.minPoll(HOUR).maxPoll(HOUR));
+        holdElsewhere(store, OTHER, HOUR);
+        Gate gate = new Gate();
+        store.script(Op.ACQUIRE, KEY, ScriptedStore.hang(gate)); // a store that stopped answering
+        Future<Lease> waiter = async(() -> service.acquire(KEY, waiting(HOUR, HOUR)));
+        gate.awaitEntered();
+
+        service.close(); // no time passes: only the close can end this wait
+
+        assertThatThrownBy(() -> await(waiter))
+                .as("the caller returns while its ask hangs in the store")
+                .isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("closed");
+        store.awaitCall(Op.LEAVE_QUEUE, KEY, 1); // the ask may have taken a place: it is left
+        gate.open();
+    }
+
+    @Test
     void closingTheServiceEndsEveryWaitAtOnceNotAtItsNextPoll() throws Exception {
         ScriptedStore store = store(false);
         LockService service = service(store, b -> b.fair(true).minPoll(HOUR).maxPoll(HOUR));

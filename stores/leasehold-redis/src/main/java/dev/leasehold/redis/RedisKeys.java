@@ -12,6 +12,8 @@ import java.util.List;
 final class RedisKeys {
 
     private static final String RELEASED = ":released";
+    static final String LISTENING = ":listening";
+    static final String FENCE = ":fence";
 
     private final String prefix;
 
@@ -55,11 +57,24 @@ final class RedisKeys {
     }
 
     String fence(LockKey key) {
-        return lease(key) + ":fence";
+        return lease(key) + FENCE;
     }
 
     String channel(LockKey key) {
         return lease(key) + RELEASED;
+    }
+
+    /**
+     * The key's listening mark: present (with a TTL) while some store has subscribers of the key's
+     * channel, so that a release publishes only then (see {@link RedisNotices}).
+     */
+    String listening(LockKey key) {
+        return lease(key) + LISTENING;
+    }
+
+    /** The listening mark of the key whose channel is {@code channel}. */
+    String listeningOfChannel(String channel) {
+        return channel.substring(0, channel.length() - RELEASED.length()) + LISTENING;
     }
 
     /** The rendered lock key of a channel named by {@link #channel}. */

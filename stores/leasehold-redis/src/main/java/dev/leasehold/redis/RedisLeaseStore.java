@@ -109,7 +109,7 @@ public final class RedisLeaseStore implements LeaseStore {
                 builder.acknowledgement == null,
                 sharded,
                 fair ? WaiterPolicy.fairQueue() : WaiterPolicy.bargingFor(builder.bargingBound));
-        this.notices = new RedisNotices(builder.connector.pubSubFactory(), keys, queue, sharded);
+        this.notices = new RedisNotices(builder.connector.pubSubFactory(), keys, queue, sharded, redis);
         this.reads = new RedisReads(redis, keys);
         this.batches = new RedisBatch(writes, keys, builder.connector.cluster(), counterTtl, this::runRelease);
         this.renewals = new RedisRenewals(writes, keys, builder.connector.cluster());

@@ -6,8 +6,14 @@ import dev.leasehold.spi.ReleaseFanOut;
 import dev.leasehold.spi.ReleaseNotice;
 import dev.leasehold.spi.ReleaseSubscription;
 import io.lettuce.core.RedisException;
+import io.lettuce.core.SetArgs;
+import io.lettuce.core.cluster.api.sync.RedisClusterCommands;
 import io.lettuce.core.pubsub.RedisPubSubAdapter;
 import io.lettuce.core.pubsub.StatefulRedisPubSubConnection;
+import java.time.Duration;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Consumer;
 import java.util.function.Supplier;
@@ -19,16 +25,34 @@ import org.slf4j.LoggerFactory;
  * subscription, and one server subscription per channel (through a {@link ReleaseFanOut}) however
  * many subscribers in this JVM wait on it. Hand-offs announced on the queue's wake channel are
  * routed to the key channel they name. Thread-safe; callbacks run on the client's I/O thread.
+ *
+ * <p>While a key channel has subscribers here, the store keeps the key's <em>listening mark</em>
+ * ({@link RedisKeys#listening}) in Redis: set once the server confirmed the subscription, before
+ * {@link #subscribe} returns, and set again every {@link #MARK_REFRESH} with a TTL of {@link
+ * #MARK_TTL}. A release publishes only while the mark exists, so a lock nobody waits for costs no
+ * PUBLISH. No wake-up is lost to it: a waiter asks again once its subscription is active (the
+ * engine's "subscribe, then ask again"), so a release before the mark was set is seen by that ask,
+ * and every later one publishes ({@code
+ * RedisReleaseCostTest.aReleaseOfAKeySomeoneWaitsForStillPublishesAndWakesTheWaiter}). A mark
+ * outlives its last subscriber by its TTL at most.
  */
 final class RedisNotices implements ReleaseFanOut.Server {
 
     private static final Logger log = LoggerFactory.getLogger(RedisNotices.class);
+
+    /** How long a listening mark lasts unless set again. */
+    static final Duration MARK_TTL = Duration.ofSeconds(30);
+    /** How often the marks of the subscribed keys are set again: a third of their TTL. */
+    static final Duration MARK_REFRESH = MARK_TTL.dividedBy(3);
 
     private final Supplier<StatefulRedisPubSubConnection<String, String>> pubSubFactory;
     private final RedisKeys keys;
     private final RedisWaiterQueue queue;
     private final boolean sharded;
     private final ReleaseFanOut byChannel = new ReleaseFanOut(this);
+    private final RedisClusterCommands<String, String> marks; // the store's commands: listening marks
+    // written under connection, started with the first mark; read without it to mark a channel again
+    private volatile ScheduledExecutorService refresher;
 
     private final ReentrantLock connection = new ReentrantLock(); // orders the commands of the pub/sub connection
     // written under connection; read without it only by the listener, to subscribe again
@@ -44,8 +68,10 @@ final class RedisNotices implements ReleaseFanOut.Server {
             Supplier<StatefulRedisPubSubConnection<String, String>> pubSubFactory,
             RedisKeys keys,
             RedisWaiterQueue queue,
-            boolean sharded) {
+            boolean sharded,
+            RedisClusterCommands<String, String> marks) {
         this.pubSubFactory = pubSubFactory;
+        this.marks = marks;
         this.keys = keys;
         this.queue = queue;
         this.sharded = sharded;
@@ -53,7 +79,8 @@ final class RedisNotices implements ReleaseFanOut.Server {
 
     /** Whether someone in this store is subscribed to the key's releases: its waiters wait for it. */
     boolean waitsFor(LockKey key) {
-        return byChannel.keys().contains(keys.channel(key));
+        // Asked on every acquire: while nothing is subscribed, without naming the key's channel.
+        return !byChannel.isEmpty() && byChannel.keys().contains(keys.channel(key));
     }
 
     /**
@@ -79,6 +106,10 @@ final class RedisNotices implements ReleaseFanOut.Server {
                 pubSub = null;
             }
             wakeChannelSubscribed = false;
+            if (refresher != null) {
+                refresher.shutdownNow();
+                refresher = null;
+            }
         } finally {
             connection.unlock();
         }
@@ -133,6 +164,18 @@ final class RedisNotices implements ReleaseFanOut.Server {
             } else {
                 pubSub().sync().subscribe(channel);
             }
+            if (!channel.equals(keys.forceReleaseChannel())) {
+                mark(channel); // after the subscription: from now on a release publishes, and is heard
+                if (refresher == null) {
+                    refresher = Executors.newSingleThreadScheduledExecutor(runnable -> {
+                        Thread thread = new Thread(runnable, "leasehold-redis-marks");
+                        thread.setDaemon(true);
+                        return thread;
+                    });
+                    long period = MARK_REFRESH.toMillis();
+                    refresher.scheduleWithFixedDelay(this::refreshMarks, period, period, TimeUnit.MILLISECONDS);
+                }
+            }
         } finally {
             connection.unlock();
         }
@@ -153,6 +196,32 @@ final class RedisNotices implements ReleaseFanOut.Server {
             }
         } finally {
             connection.unlock();
+        }
+    }
+
+    private void mark(String channel) {
+        marks.set(keys.listeningOfChannel(channel), "1", SetArgs.Builder.px(MARK_TTL.toMillis()));
+    }
+
+    /** Sets the marks of the subscribed key channels again; a failure waits for the next round. */
+    private void refreshMarks() {
+        for (String channel : byChannel.keys()) {
+            if (closed || channel.equals(keys.forceReleaseChannel()) || !byChannel.hasListeners(channel)) {
+                continue;
+            }
+            refreshMark(channel);
+        }
+    }
+
+    private void refreshMark(String channel) {
+        try {
+            mark(channel);
+        } catch (RuntimeException e) {
+            log.warn(
+                    "could not mark {} as listened to: {}; its releases may not publish until the next"
+                            + " round, and its waiters fall back to their bounded poll",
+                    channel,
+                    e.getMessage());
         }
     }
 
@@ -190,8 +259,9 @@ final class RedisNotices implements ReleaseFanOut.Server {
      * A shard channel was unsubscribed: by this store when its last subscription closed, or by
      * the server when the channel's slot moved to another node (Redis unsubscribes the clients of
      * a slot it gives up). In the second case someone here still waits for it, and it is
-     * subscribed again, where the slot now is. Runs on the client's I/O thread: takes no lock and
-     * does not wait.
+     * subscribed again, where the slot now is, and its listening mark set there again (a slot
+     * moved without its keys has none). Runs on the client's I/O thread: takes no lock and does
+     * not wait.
      */
     private void subscribeAgainIfWanted(String shardChannel) {
         StatefulRedisPubSubConnection<String, String> current = pubSub;
@@ -200,6 +270,11 @@ final class RedisNotices implements ReleaseFanOut.Server {
         }
         try {
             current.async().ssubscribe(shardChannel).whenComplete((done, failure) -> {
+                ScheduledExecutorService marking = refresher;
+                if (failure == null && marking != null) {
+                    // the slot's new node has no mark yet: set it there (never on this I/O thread)
+                    marking.execute(() -> refreshMark(shardChannel));
+                }
                 if (failure != null) {
                     log.warn(
                             "could not subscribe again to {} after the server dropped it: {}; its waiters fall"

@@ -182,7 +182,15 @@ final class RedisWaiterQueue {
 
     static String[] keys(RedisKeys keys, LockKey key) {
         String lease = keys.lease(key);
-        return new String[] {lease, keys.fence(key), lease + ":queue", lease + ":waiters"};
+        return new String[] {lease, lease + RedisKeys.FENCE, lease + ":queue", lease + ":waiters"};
+    }
+
+    /** The release scripts' keys: {@link #keys} and the key's listening mark. */
+    static String[] releaseKeys(RedisKeys keys, LockKey key) {
+        String lease = keys.lease(key);
+        return new String[] {
+            lease, lease + RedisKeys.FENCE, lease + ":queue", lease + ":waiters", lease + RedisKeys.LISTENING
+        };
     }
 
     /**
@@ -327,7 +335,11 @@ final class RedisWaiterQueue {
             String owner,
             String counterTtl) {
         return releaseScript()
-                .run(redis, ScriptOutputType.INTEGER, keys(keys, key), releaseArgs(keys, key, owner, counterTtl));
+                .run(
+                        redis,
+                        ScriptOutputType.INTEGER,
+                        releaseKeys(keys, key),
+                        releaseArgs(keys, key, owner, counterTtl));
     }
 
     /** {@link #release} with the script sent on asynchronous commands: no thread waits for the reply. */
@@ -338,7 +350,11 @@ final class RedisWaiterQueue {
             String owner,
             String counterTtl) {
         return releaseScript()
-                .runAsync(redis, ScriptOutputType.INTEGER, keys(keys, key), releaseArgs(keys, key, owner, counterTtl));
+                .runAsync(
+                        redis,
+                        ScriptOutputType.INTEGER,
+                        releaseKeys(keys, key),
+                        releaseArgs(keys, key, owner, counterTtl));
     }
 
     /** The acquire script of this queue's mode. */

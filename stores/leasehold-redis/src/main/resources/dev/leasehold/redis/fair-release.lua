@@ -1,6 +1,7 @@
 -- fair release: compare-and-delete, then hand the key to the first live waiter in the same step
 --
--- KEYS as in fair-acquire.lua: 1 lease hash, 2 fence counter, 3 queue ZSET, 4 queue entries HASH
+-- KEYS as in fair-acquire.lua: 1 lease hash, 2 fence counter, 3 queue ZSET, 4 queue entries HASH;
+-- KEYS[5] the key's listening mark (see release.lua)
 -- ARGV[1] owner, ARGV[2] the key's release channel, ARGV[3] how long the fence counter stays, ms,
 -- ARGV[4] PUBLISH, or SPUBLISH with sharded pub/sub (a waiter's wake channel is then the key's
 -- channel, in the lease's slot); sent with pcall, as in release.lua
@@ -11,7 +12,8 @@
 --          (a waiter that stopped asking holds the key no longer than its queue TTL allowed); remove
 --          its entry; ARGV[4] '<ARGV[2]> r:<old fence> <sha1(waiter)> <fence> <ttl_ms> <time_s> <time_us>'
 --          to the waiter's own wake channel only                                                  -> 1
---          With no live waiter, ARGV[4] 'r:<old fence>' to the key's channel                     -> 1
+--          With no live waiter, IF the listening mark KEYS[5] exists, ARGV[4] 'r:<old fence>' to the
+--          key's channel                                                                         -> 1
 --   ELSE change nothing                                                                            -> 0
 --
 -- The waiter takes the handed-off lease with its next acquire (owner = itself: the TTL becomes its
@@ -31,5 +33,7 @@ if redis.call('EXISTS', KEYS[3]) == 1 then
 else
   redis.call('DEL', KEYS[1]) -- nobody queued: no TIME, no queue read
 end
-redis.pcall(ARGV[4], ARGV[2], 'r:' .. lease[2])
+if redis.call('EXISTS', KEYS[5]) == 1 then -- someone listens: see RedisNotices
+  redis.pcall(ARGV[4], ARGV[2], 'r:' .. lease[2])
+end
 return 1

@@ -1,7 +1,8 @@
 -- release (default mode): compare-and-delete, then wake waiters, or hand the key to the first
 -- live queued waiter (bounded barging, see acquire.lua)
 --
--- KEYS as in acquire.lua: 1 lease hash, 2 fence counter, 3 queue ZSET, 4 queue entries HASH
+-- KEYS as in acquire.lua: 1 lease hash, 2 fence counter, 3 queue ZSET, 4 queue entries HASH;
+-- KEYS[5] the key's listening mark (set, with a TTL, by a store while it has subscribers of the key)
 -- ARGV[1] owner, ARGV[2] the key's release channel, ARGV[3] PUBLISH, or SPUBLISH on a cluster
 -- (the channel, and a waiter's wake channel there, shares the lease's slot), ARGV[4] how long the
 -- fence counter stays, ms
@@ -10,7 +11,9 @@
 --     THEN delete it;
 --          IF a queue exists (EXISTS) with a live waiter: hand_off of queue.lua (the waiter's
 --             grant, published to its wake channel only)                                    -> 1
---          ELSE ARGV[3] 'r:<fence>' to channel ARGV[2]                                       -> 1
+--          ELSE IF the listening mark KEYS[5] exists: ARGV[3] 'r:<fence>' to channel ARGV[2]   -> 1
+--          (nobody listens: no PUBLISH; a waiter that subscribes asks again after it, and sees
+--          this release then)
 --   ELSE change nothing            -> 0 (an expired holder never deletes the next holder's lease)
 --
 -- Notices are sent with pcall: a node that cannot send them (an older node in a cluster being
@@ -31,5 +34,7 @@ if redis.call('EXISTS', KEYS[3]) == 1 then
 else
   redis.call('DEL', KEYS[1])
 end
-redis.pcall(ARGV[3], ARGV[2], 'r:' .. lease[2])
+if redis.call('EXISTS', KEYS[5]) == 1 then -- someone listens: see RedisNotices
+  redis.pcall(ARGV[3], ARGV[2], 'r:' .. lease[2])
+end
 return 1

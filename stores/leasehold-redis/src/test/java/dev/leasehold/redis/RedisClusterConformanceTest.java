@@ -363,13 +363,19 @@ class RedisClusterConformanceTest extends LeaseStoreConformance {
             String toId = node(to).clusterMyId();
             node(to).clusterSetSlotImporting(slot, fromId);
             node(from).clusterSetSlotMigrating(slot, toId);
+            for (String inSlot : node(from).clusterGetKeysInSlot(slot, 100)) {
+                node(from).migrate("127.0.0.1", to, inSlot, 0, 5_000); // the key's listening mark
+            }
             for (int port : PORTS) {
-                node(port).clusterSetSlotNode(slot, toId); // the slot is empty: nothing to MIGRATE
+                node(port).clusterSetSlotNode(slot, toId);
             }
             client.refreshPartitions();
             Awaitility.await("the shard subscription on the slot's new node")
                     .atMost(Duration.ofSeconds(20))
                     .until(() -> node(to).pubsubShardNumsub(channel).get(channel) == 1L);
+            Awaitility.await("the key marked as listened to on the slot's new node")
+                    .atMost(Duration.ofSeconds(20))
+                    .until(() -> node(to).exists(KEYS.listening(key)) == 1L);
 
             String holder = LockOwner.create("holder").token();
             long fence = ((AcquireResult.Granted) store.tryAcquire(key, holder, Duration.ofSeconds(60)))
