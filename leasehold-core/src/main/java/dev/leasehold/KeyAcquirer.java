@@ -226,6 +226,12 @@ final class KeyAcquirer {
                 return new Attempt(null, -1); // no barging past a queued waiter
             }
             forceWatch.await(deadline);
+            if (deadline != Long.MAX_VALUE && deadline - host.nanos() <= 0) {
+                // The wait ran out while the force-release watch subscribed: ask nothing now, or
+                // an answer that came at once would still be taken after the wait had ended.
+                slots.retire(holderKey, slot);
+                return Attempt.NOT_ASKED;
+            }
             String grantToken = waitToken != null ? waitToken : grantToken(token);
             AcquireRequest request = waitToken != null
                     ? AcquireRequest.waiting(key, grantToken, options.leaseFor(), refusedFor)

@@ -104,6 +104,17 @@ final class FakeTime implements Ticker {
         awaitTasksDueWithin(1, within);
     }
 
+    /** Whether {@code count} live tasks fall due within {@code within} now (no waiting). */
+    boolean hasTasksDueWithin(int count, Duration within) {
+        lock.lock();
+        try {
+            long limit = now.get() + within.toNanos();
+            return tasks.stream().filter(t -> !t.isCancelled() && t.at <= limit).count() >= count;
+        } finally {
+            lock.unlock();
+        }
+    }
+
     /** As {@link #awaitTaskDueWithin}, for {@code count} live tasks (several sleeping waiters). */
     void awaitTasksDueWithin(int count, Duration within) {
         awaitUnderLock(within, current -> {

@@ -195,7 +195,12 @@ class LeaseEngineScheduleTest extends EngineHarness {
                 async(() -> service.acquire(KEY, waiting(HOUR, HOUR), LockOwner.create("two"))));
         awaitEvents(LeaseEventType.WAITING, 2);
         store.awaitCall(Op.SUBSCRIBE, KEY, 1);
-        time.awaitTasksDueWithin(2, HOUR); // both asleep
+        // Both asleep: no ask in flight (one answered after the release would take the key without
+        // a try of its own), and both alarms set.
+        org.awaitility.Awaitility.await()
+                .atMost(FakeTime.PATIENCE)
+                .pollInterval(ms(1))
+                .until(() -> store.idle() && time.hasTasksDueWithin(2, HOUR) && store.idle());
         int before = (int) store.count(Op.ACQUIRE, KEY);
 
         assertThat(store.release(KEY, OTHER)).isTrue();

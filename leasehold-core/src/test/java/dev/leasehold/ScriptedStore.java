@@ -120,6 +120,7 @@ final class ScriptedStore implements LeaseStore {
     private final ReentrantLock lock = new ReentrantLock();
     private final Condition changed = lock.newCondition();
     private final List<Call> history = new ArrayList<>(); // guarded by lock
+    private int answered; // guarded by lock: calls of the history that have returned
     private final Map<String, ConcurrentLinkedDeque<Step>> scripts = new ConcurrentHashMap<>();
     private final Map<Op, Step> forever = new ConcurrentHashMap<>();
     private final Map<String, CopyOnWriteArrayList<Consumer<ReleaseNotice>>> subscribers = new ConcurrentHashMap<>();
@@ -268,7 +269,27 @@ final class ScriptedStore implements LeaseStore {
         if (step == null) {
             step = forever.get(op);
         }
-        return (step == null ? pass() : step).apply(call, real);
+        try {
+            return (step == null ? pass() : step).apply(call, real);
+        } finally {
+            lock.lock();
+            try {
+                answered++;
+                changed.signalAll();
+            } finally {
+                lock.unlock();
+            }
+        }
+    }
+
+    /** Whether every call made so far has returned (none is in flight, or hung). */
+    boolean idle() {
+        lock.lock();
+        try {
+            return answered == history.size();
+        } finally {
+            lock.unlock();
+        }
     }
 
     // ------------------------------------------------------------------ observing
