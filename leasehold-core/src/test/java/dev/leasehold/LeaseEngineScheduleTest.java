@@ -501,6 +501,12 @@ class LeaseEngineScheduleTest extends EngineHarness {
         time.awaitTaskDueWithin(Duration.ofMillis(500));
         time.advance(Duration.ofMillis(500)); // the wait runs out while the subscription is in the store
         assertThatThrownBy(() -> await(first)).isInstanceOf(LockBusyException.class);
+        assertThat(store.count(Op.ACQUIRE, KEY))
+                .as("asks sent after the wait ran out")
+                .isZero();
+        assertThat(((LeaseEngine) service).holderSlots())
+                .as("holder slots left")
+                .isZero();
 
         assertThat(service.tryAcquire(LockKey.of("t", "k2"), lease(HOUR, false)))
                 .isPresent();
