@@ -108,19 +108,21 @@ final class FakeTime implements Ticker {
     boolean hasTasksDueWithin(int count, Duration within) {
         lock.lock();
         try {
-            long limit = now.get() + within.toNanos();
-            return tasks.stream().filter(t -> !t.isCancelled() && t.at <= limit).count() >= count;
+            return liveTasksDueWithin(now.get(), within) >= count;
         } finally {
             lock.unlock();
         }
     }
 
+    /** Live tasks due no later than {@code within} after {@code current}; under the lock. */
+    private long liveTasksDueWithin(long current, Duration within) {
+        long limit = current + within.toNanos();
+        return tasks.stream().filter(t -> !t.isCancelled() && t.at <= limit).count();
+    }
+
     /** As {@link #awaitTaskDueWithin}, for {@code count} live tasks (several sleeping waiters). */
     void awaitTasksDueWithin(int count, Duration within) {
-        awaitUnderLock(within, current -> {
-            long limit = current + within.toNanos();
-            return tasks.stream().filter(t -> !t.isCancelled() && t.at <= limit).count() >= count ? Boolean.TRUE : null;
-        });
+        awaitUnderLock(within, current -> liveTasksDueWithin(current, within) >= count ? Boolean.TRUE : null);
     }
 
     /**

@@ -10,6 +10,7 @@ import dev.leasehold.jdbc.Database;
 import dev.leasehold.jdbc.JdbcLeaseStore;
 import dev.leasehold.jdbc.JdbcSchema;
 import dev.leasehold.redis.RedisLeaseStore;
+import dev.leasehold.spi.LeaseStore;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.api.StatefulRedisConnection;
 import java.io.BufferedReader;
@@ -239,38 +240,12 @@ public final class HeldLeasesBench {
                 RedisClient client = RedisClient.create(uri);
                 RedisLeaseStore store =
                         RedisLeaseStore.builder(client).keyPrefix("held:").build();
-                try (LockService service = LockService.builder(store).build()) {
-                    LeaseOptions options = LeaseOptions.builder()
-                            .leaseFor(Duration.ofMillis(leaseMs))
-                            .renewal(true)
-                            .build();
-                    List<Lease> leases = new ArrayList<>(n);
-                    for (int i = 0; i < n; i++) {
-                        Lease lease = service.tryAcquire(LockKey.of("held", "k" + i), options)
-                                .orElseThrow();
-                        lease.onLost(e -> lost.incrementAndGet());
-                        leases.add(lease);
-                    }
-                    long cpu0 = cpuNanos();
-                    long scripts0 = scripts(admin);
-                    long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(hold);
-                    while (System.nanoTime() < end) {
-                        Thread.sleep(500);
-                        for (int i = 0; i < n; i += Math.max(1, n / 50)) {
-                            lowestTtl = Math.min(
-                                    lowestTtl,
-                                    store.inspect(leases.get(i).key())
-                                            .map(info -> info.remaining().toMillis())
-                                            .orElse(0L));
-                        }
-                    }
-                    cpu = cpuNanos() - cpu0;
-                    scripts = scripts(admin) - scripts0;
-                    for (Lease lease : leases) {
-                        if (!lease.isHeld()) {
-                            lost.incrementAndGet();
-                        }
-                    }
+                try {
+                    Held held = holdMany(store, n, leaseMs, hold, () -> scripts(admin));
+                    cpu = held.cpuNanos();
+                    scripts = held.serverCalls();
+                    lost.set(held.lost());
+                    lowestTtl = held.lowestTtl();
                 } finally {
                     store.close();
                     client.shutdown();
@@ -317,54 +292,75 @@ public final class HeldLeasesBench {
 
     private static void sqlChild(String backend, int n, long leaseMs, int hold, String url) throws Exception {
         boolean postgres = backend.equals("postgresql");
-        AtomicInteger lost = new AtomicInteger();
-        long lowestTtl = Long.MAX_VALUE;
-        long sampled = 0;
         try (HikariDataSource pool = MultiProcessBench.fixedPool(url, MultiProcessBench.user(backend), 8);
                 HikariDataSource counting = MultiProcessBench.fixedPool(url, MultiProcessBench.user(backend), 1)) {
             JdbcLeaseStore store = JdbcLeaseStore.builder(pool)
                     .database(postgres ? Database.POSTGRESQL : Database.MARIADB)
                     .build();
-            long cpu;
-            long statements;
-            try (LockService service = LockService.builder(store).build()) {
-                LeaseOptions options = LeaseOptions.builder()
-                        .leaseFor(Duration.ofMillis(leaseMs))
-                        .renewal(true)
-                        .build();
-                List<Lease> leases = new ArrayList<>(n);
-                for (int i = 0; i < n; i++) {
-                    Lease lease = service.tryAcquire(LockKey.of("held", "k" + i), options)
-                            .orElseThrow();
-                    lease.onLost(e -> lost.incrementAndGet());
-                    leases.add(lease);
-                }
-                long cpu0 = cpuNanos();
-                long statements0 = statements(counting, postgres);
-                long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(hold);
-                while (System.nanoTime() < end) {
-                    Thread.sleep(500);
-                    for (int i = 0; i < n; i += Math.max(1, n / 50)) {
-                        sampled++;
-                        lowestTtl = Math.min(
-                                lowestTtl,
-                                store.inspect(leases.get(i).key())
-                                        .map(info -> info.remaining().toMillis())
-                                        .orElse(0L));
-                    }
-                }
-                cpu = cpuNanos() - cpu0;
-                // the sample's reads are the bench's, not the store's renewals
-                statements = statements(counting, postgres) - statements0 - sampled;
-                for (Lease lease : leases) {
-                    if (!lease.isHeld()) {
-                        lost.incrementAndGet();
-                    }
-                }
+            Held held;
+            try {
+                held = holdMany(store, n, leaseMs, hold, () -> statements(counting, postgres));
             } finally {
                 store.close();
             }
-            System.out.println("RESULT " + cpu + " " + Math.max(0, statements) + " " + lost.get() + " " + lowestTtl);
+            // the sample's reads are the bench's, not the store's renewals
+            long statements = held.serverCalls() - held.sampled();
+            System.out.println("RESULT " + held.cpuNanos() + " " + Math.max(0, statements) + " " + held.lost() + " "
+                    + held.lowestTtl());
+        }
+    }
+
+    /** What holding N leases cost: CPU and server calls over the hold, and the sample's reads among them. */
+    private record Held(long cpuNanos, long serverCalls, long sampled, int lost, long lowestTtl) {}
+
+    /** A call that reads the server's count of the work done so far. */
+    private interface ServerCount {
+        long read() throws Exception;
+    }
+
+    /**
+     * Takes N keys through Leasehold with renewed leases, holds them, samples the lowest remaining
+     * TTL with the store's {@code inspect} every 500 ms (pacing, not synchronisation), and counts
+     * the leases lost.
+     */
+    private static Held holdMany(LeaseStore store, int n, long leaseMs, int hold, ServerCount server) throws Exception {
+        AtomicInteger lost = new AtomicInteger();
+        long lowestTtl = Long.MAX_VALUE;
+        long sampled = 0;
+        try (LockService service = LockService.builder(store).build()) {
+            LeaseOptions options = LeaseOptions.builder()
+                    .leaseFor(Duration.ofMillis(leaseMs))
+                    .renewal(true)
+                    .build();
+            List<Lease> leases = new ArrayList<>(n);
+            for (int i = 0; i < n; i++) {
+                Lease lease =
+                        service.tryAcquire(LockKey.of("held", "k" + i), options).orElseThrow();
+                lease.onLost(e -> lost.incrementAndGet());
+                leases.add(lease);
+            }
+            long cpu0 = cpuNanos();
+            long calls0 = server.read();
+            long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(hold);
+            while (System.nanoTime() < end) {
+                Thread.sleep(500);
+                for (int i = 0; i < n; i += Math.max(1, n / 50)) {
+                    sampled++;
+                    lowestTtl = Math.min(
+                            lowestTtl,
+                            store.inspect(leases.get(i).key())
+                                    .map(info -> info.remaining().toMillis())
+                                    .orElse(0L));
+                }
+            }
+            long cpu = cpuNanos() - cpu0;
+            long calls = server.read() - calls0;
+            for (Lease lease : leases) {
+                if (!lease.isHeld()) {
+                    lost.incrementAndGet();
+                }
+            }
+            return new Held(cpu, calls, sampled, lost.get(), lowestTtl);
         }
     }
 }
