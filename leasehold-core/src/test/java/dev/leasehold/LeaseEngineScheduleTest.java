@@ -535,11 +535,29 @@ class LeaseEngineScheduleTest extends EngineHarness {
     }
 
     @Test
+    void aRenewalConfirmedLateCarriesItsLagFromWhenItFellDue() throws Exception {
+        ScriptedStore store = store(true);
+        LockService service = service(store);
+        // The renewal falls due at 10 s (a third of the lease); the store answers it 2 s later.
+        store.script(Op.RENEW, KEY, ScriptedStore.before(() -> time.advanceTickerOnly(Duration.ofSeconds(2))));
+        Lease lease =
+                service.tryAcquire(KEY, lease(Duration.ofSeconds(30), true)).orElseThrow();
+        time.advance(Duration.ofSeconds(10));
+        awaitEvents(LeaseEventType.RENEWED, 1);
+        assertThat(events)
+                .filteredOn(e -> e.type() == LeaseEventType.RENEWED)
+                .singleElement()
+                .satisfies(e -> assertThat(e.waited()).as("lag").isEqualTo(Duration.ofSeconds(2)));
+        lease.close();
+    }
+
+    @Test
     void aBatchWhoseWaitRunsOutWhileTheForceReleaseWatchSubscribesAsksNothing() throws Exception {
         ScriptedStore store = store(true);
         // Store calls on the caller's thread: an ask sent after the wait ran out would be answered
         // before the caller looks at the clock again, so its grant would be returned.
-        LockService service = service(store, b -> b.storeCallsOn(new CallerRuns()));
+        CallerRuns calls = new CallerRuns();
+        LockService service = service(store, b -> b.storeCallsOn(calls));
         LockKey a = LockKey.of("t", "batch", "a");
         LockKey b = LockKey.of("t", "batch", "b");
         store.script(Op.SUBSCRIBE_FORCE, ScriptedStore.before(() -> time.advanceTickerOnly(ms(500))));
@@ -557,20 +575,29 @@ class LeaseEngineScheduleTest extends EngineHarness {
         assertThat(((LeaseEngine) service).holderSlots())
                 .as("holder slots left")
                 .isZero();
+        service.close();
+        assertThat(calls.shutDown)
+                .as("the given executor shut down by the service")
+                .isFalse();
     }
 
     /** Runs every task on the thread that submits it. */
     private static final class CallerRuns extends java.util.concurrent.AbstractExecutorService {
+        volatile boolean shutDown;
+
         @Override
         public void execute(Runnable command) {
             command.run();
         }
 
         @Override
-        public void shutdown() {}
+        public void shutdown() {
+            shutDown = true;
+        }
 
         @Override
         public List<Runnable> shutdownNow() {
+            shutDown = true;
             return List.of();
         }
 
