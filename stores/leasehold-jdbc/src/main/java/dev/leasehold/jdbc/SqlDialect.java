@@ -1,7 +1,11 @@
 package dev.leasehold.jdbc;
 
 import dev.leasehold.jdbc.support.SqlStatement;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.SQLException;
 import java.util.EnumMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
@@ -54,15 +58,19 @@ final class SqlDialect {
 
         final boolean required;
         final Set<String> parameters;
+        /** The parameters in declared order: the order of the values of {@link SqlDialect#prepare}. */
+        final List<String> order;
 
         Op(boolean required, String... parameters) {
             this.required = required;
             this.parameters = Set.of(parameters);
+            this.order = List.of(parameters);
         }
     }
 
     private final Database database;
     private final Map<Op, SqlStatement> statements;
+    private final Map<Op, int[]> positions;
     private final boolean acquireReportsGranted;
     private final boolean releaseReturnsRows;
     private final boolean retriesDuplicateKey;
@@ -70,6 +78,8 @@ final class SqlDialect {
     private SqlDialect(Builder builder) {
         this.database = builder.database;
         this.statements = new EnumMap<>(builder.statements);
+        this.positions = new EnumMap<>(Op.class);
+        statements.forEach((op, statement) -> positions.put(op, statement.positionsIn(op.order)));
         this.acquireReportsGranted = builder.acquireReportsGranted;
         this.releaseReturnsRows = builder.releaseReturnsRows;
         this.retriesDuplicateKey = builder.retriesDuplicateKey;
@@ -87,6 +97,20 @@ final class SqlDialect {
     /** The statement of {@code op}, or null where the dialect has none ({@link #has}). */
     SqlStatement get(Op op) {
         return statements.get(op);
+    }
+
+    /**
+     * Prepares the statement of {@code op} with {@code values} given in the order of the op's
+     * declared parameters ({@code ACQUIRE}: key, owner, lease_ms, holder), each bound wherever the
+     * statement names it; no map is built and no name looked up per call.
+     *
+     * @throws IllegalArgumentException if {@code values} is not one per declared parameter
+     */
+    PreparedStatement prepare(Connection connection, Op op, Object... values) throws SQLException {
+        if (values.length != op.order.size()) {
+            throw new IllegalArgumentException(op + " takes " + op.order + ", given " + values.length + " values");
+        }
+        return statements.get(op).prepare(connection, positions.get(op), values);
     }
 
     boolean has(Op op) {

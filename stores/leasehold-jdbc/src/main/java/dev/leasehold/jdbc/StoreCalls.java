@@ -60,6 +60,14 @@ final class StoreCalls {
         return dialect.get(op).prepare(connection, values);
     }
 
+    /**
+     * Prepares the dialect's statement of {@code op} with {@code values} in the order of the op's
+     * declared parameters ({@link SqlDialect#prepare}).
+     */
+    PreparedStatement prepareInOrder(Connection connection, Op op, Object... values) throws SQLException {
+        return dialect.prepare(connection, op, values);
+    }
+
     /** Runs {@code op}'s update with {@code values}: the update count. */
     int update(Connection connection, Op op, Map<String, ?> values) throws SQLException {
         try (PreparedStatement statement = prepare(connection, op, values)) {
