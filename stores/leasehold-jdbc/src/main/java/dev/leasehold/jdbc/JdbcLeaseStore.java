@@ -190,10 +190,21 @@ public final class JdbcLeaseStore implements LeaseStore {
         try {
             return calls.execute("release", key, connection -> {
                 String rendered = key.render();
-                try (PreparedStatement statement = calls.prepareInOrder(connection, Op.RELEASE, rendered, owner)) {
+                // An owner that may hold a place of its own (a waiter handed the key, not yet asking
+                // again) ends it with its release; any other releases by the cheaper statement where
+                // the dialect has one.
+                boolean placed = queue.mayHavePlace(owner);
+                if (placed && !dialect.releaseEndsOwnPlace()) {
+                    calls.update(connection, Op.FORGET, StoreCalls.keyAndOwner(key, owner));
+                }
+                Op op = !placed && dialect.has(Op.RELEASE_UNQUEUED) ? Op.RELEASE_UNQUEUED : Op.RELEASE;
+                try (PreparedStatement statement = calls.prepareInOrder(connection, op, rendered, owner)) {
                     boolean released = calls.changedOneRow(statement);
                     if (released) {
                         heldElsewhere.free(rendered);
+                    }
+                    if (placed && (released || !dialect.releaseEndsOwnPlace())) {
+                        queue.placeEnded(owner);
                     }
                     return released;
                 }

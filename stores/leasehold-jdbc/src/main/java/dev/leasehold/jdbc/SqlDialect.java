@@ -29,6 +29,11 @@ final class SqlDialect {
         RENEW(true, "key", "owner", "lease_ms"),
         /** Ends the caller's lease, handing the key to the first live waiter: rows or an update count. */
         RELEASE(true, "key", "owner"),
+        /**
+         * Ends the lease of an owner this store knows holds no place in the key's queue, handing
+         * the key on as RELEASE does (absent: RELEASE does it).
+         */
+        RELEASE_UNQUEUED(false, "key", "owner"),
         /** Frees an unexpired lease whoever holds it: rows or an update count. */
         FORCE_RELEASE(true, "key"),
         /** The unexpired lease: (owner_token, fence, expires_at_ms, now_ms), no row if free. */
@@ -74,6 +79,7 @@ final class SqlDialect {
     private final boolean acquireReportsGranted;
     private final boolean releaseReturnsRows;
     private final boolean retriesDuplicateKey;
+    private final boolean releaseEndsOwnPlace;
 
     private SqlDialect(Builder builder) {
         this.database = builder.database;
@@ -83,6 +89,7 @@ final class SqlDialect {
         this.acquireReportsGranted = builder.acquireReportsGranted;
         this.releaseReturnsRows = builder.releaseReturnsRows;
         this.retriesDuplicateKey = builder.retriesDuplicateKey;
+        this.releaseEndsOwnPlace = !builder.releaseLeavesOwnPlace;
     }
 
     static Builder builder(Database database) {
@@ -135,6 +142,15 @@ final class SqlDialect {
         return retriesDuplicateKey;
     }
 
+    /**
+     * Whether RELEASE also ends the releaser's own place in the key's queue; where it does not
+     * (H2's single-table MERGE), the store deletes the place first (FORGET) when the releaser may
+     * have one.
+     */
+    boolean releaseEndsOwnPlace() {
+        return releaseEndsOwnPlace;
+    }
+
     /** Declares a dialect; refuses a statement whose parameters its operation does not have. */
     static final class Builder {
         private final Database database;
@@ -142,6 +158,7 @@ final class SqlDialect {
         private boolean acquireReportsGranted;
         private boolean releaseReturnsRows;
         private boolean retriesDuplicateKey;
+        private boolean releaseLeavesOwnPlace;
 
         private Builder(Database database) {
             this.database = Objects.requireNonNull(database);
@@ -171,6 +188,11 @@ final class SqlDialect {
 
         Builder retriesDuplicateKey() {
             this.retriesDuplicateKey = true;
+            return this;
+        }
+
+        Builder releaseLeavesOwnPlace() {
+            this.releaseLeavesOwnPlace = true;
             return this;
         }
 
