@@ -81,7 +81,8 @@ final class H2Dialect {
      * the releaser) in the same statement: the releaser's unexpired row gets that waiter as owner,
      * fence max(fence + 1, now_us) and expires_at_ms = the end of its place; with no live waiter the
      * row is freed (owner NULL, expires_at_ms = now) and keeps its fence. The waiter's place is
-     * deleted when it takes the key (FORGET).
+     * deleted when it takes the key (FORGET); a releaser that may still have a place of its own is
+     * forgotten first, in the same call (the store's release).
      */
     private static final String RELEASE = """
             MERGE INTO leasehold_lease l
@@ -195,6 +196,7 @@ final class H2Dialect {
             .statement(Op.POSITION, POSITION)
             .statement(Op.CLEANUP, CLEANUP)
             .statement(Op.FORGET, FORGET)
+            .releaseLeavesOwnPlace()
             .statement(Op.DELETE_ENDED_PLACES, DELETE_ENDED_PLACES)
             .retriesDuplicateKey()
             .build();

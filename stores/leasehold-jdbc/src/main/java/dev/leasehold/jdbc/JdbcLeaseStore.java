@@ -21,7 +21,6 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.List;
-import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.concurrent.locks.ReentrantLock;
@@ -105,8 +104,7 @@ public final class JdbcLeaseStore implements LeaseStore {
     private AcquireResult acquire(LockKey key, String owner, Duration leaseFor, AcquireRequest request) {
         checkOwner(key, owner);
         String rendered = key.render();
-        Map<String, Object> values =
-                Map.of("key", rendered, "owner", owner, "lease_ms", millis(leaseFor), "holder", holder);
+        Long leaseMillis = millis(leaseFor);
         if (heldElsewhere.probablyHeld(rendered)) {
             // A plain read refuses as the acquire statement would (held by another owner, unexpired),
             // without locking the row; anything else goes on to the acquire statement.
@@ -119,7 +117,8 @@ public final class JdbcLeaseStore implements LeaseStore {
             heldElsewhere.free(rendered);
         }
         AcquireResult result = calls.execute("acquire", key, connection -> {
-            try (PreparedStatement statement = calls.prepare(connection, Op.ACQUIRE, values);
+            try (PreparedStatement statement =
+                            calls.prepareInOrder(connection, Op.ACQUIRE, rendered, owner, leaseMillis, holder);
                     ResultSet row = statement.executeQuery()) {
                 if (!row.next()) {
                     // Created by another caller a moment ago; its expiry is not known yet.
@@ -142,7 +141,7 @@ public final class JdbcLeaseStore implements LeaseStore {
 
     /** The key's unexpired lease if another owner holds it, read without locking; null otherwise. */
     private AcquireResult.Busy heldByAnother(Connection connection, String key, String owner) throws SQLException {
-        try (PreparedStatement statement = calls.prepare(connection, Op.INSPECT, Map.of("key", key));
+        try (PreparedStatement statement = calls.prepareInOrder(connection, Op.INSPECT, key);
                 ResultSet row = statement.executeQuery()) {
             String holderToken = row.next() ? row.getString(1) : null;
             if (holderToken == null || owner.equals(holderToken)) {
@@ -155,9 +154,10 @@ public final class JdbcLeaseStore implements LeaseStore {
     @Override
     public Optional<Grant> renew(LockKey key, String owner, Duration leaseFor) {
         checkOwner(key, owner);
-        Map<String, Object> values = Map.of("key", key.render(), "owner", owner, "lease_ms", millis(leaseFor));
+        Long leaseMillis = millis(leaseFor);
         return calls.execute("renew", key, connection -> {
-            try (PreparedStatement statement = calls.prepare(connection, Op.RENEW, values);
+            try (PreparedStatement statement =
+                            calls.prepareInOrder(connection, Op.RENEW, key.render(), owner, leaseMillis);
                     ResultSet row = statement.executeQuery()) {
                 return row.next() && owner.equals(row.getString(1))
                         ? Optional.of(StoreCalls.grant(row))
@@ -189,11 +189,22 @@ public final class JdbcLeaseStore implements LeaseStore {
         checkOwner(key, owner);
         try {
             return calls.execute("release", key, connection -> {
-                try (PreparedStatement statement =
-                        calls.prepare(connection, Op.RELEASE, StoreCalls.keyAndOwner(key, owner))) {
+                String rendered = key.render();
+                // An owner that may hold a place of its own (a waiter handed the key, not yet asking
+                // again) ends it with its release; any other releases by the cheaper statement where
+                // the dialect has one.
+                boolean placed = queue.mayHavePlace(owner);
+                if (placed && !dialect.releaseEndsOwnPlace()) {
+                    calls.update(connection, Op.FORGET, StoreCalls.keyAndOwner(key, owner));
+                }
+                Op op = !placed && dialect.has(Op.RELEASE_UNQUEUED) ? Op.RELEASE_UNQUEUED : Op.RELEASE;
+                try (PreparedStatement statement = calls.prepareInOrder(connection, op, rendered, owner)) {
                     boolean released = calls.changedOneRow(statement);
                     if (released) {
-                        heldElsewhere.free(key.render());
+                        heldElsewhere.free(rendered);
+                    }
+                    if (placed && (released || !dialect.releaseEndsOwnPlace())) {
+                        queue.placeEnded(owner);
                     }
                     return released;
                 }

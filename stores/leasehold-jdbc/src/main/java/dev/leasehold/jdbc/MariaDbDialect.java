@@ -107,6 +107,28 @@ final class MariaDbDialect {
             """.formatted(NOW, NOW_MICROS);
 
     /*
+     * release of an owner that holds no place in the key's queue (the store took none for it, or
+     * ended the one it took): as RELEASE, without the releaser's place m, and with the head h found
+     * by an anti-join (no live waiter e ahead of it) instead of a derived table. Only the lease row
+     * is updated, so MariaDB builds no temporary table (RELEASE builds two: one for m's updates,
+     * on disk for these keys, and the materialized h). Update count 0: not released.
+     */
+    private static final String RELEASE_UNQUEUED = """
+            UPDATE leasehold_lease l
+              LEFT JOIN leasehold_waiter h
+                     ON h.lock_key = l.lock_key AND h.owner_token <> l.owner_token AND h.expires_at_ms > %1$s
+              LEFT JOIN leasehold_waiter e
+                     ON e.lock_key = h.lock_key AND e.owner_token <> l.owner_token AND e.expires_at_ms > %1$s
+                        AND (e.arrived_us < h.arrived_us OR (e.arrived_us = h.arrived_us AND e.owner_token < h.owner_token))
+               SET l.fence = IF(h.owner_token IS NULL, l.fence, GREATEST(l.fence + 1, %2$s)),
+                   l.acquired_at_ms = IF(h.owner_token IS NULL, l.acquired_at_ms, %1$s),
+                   l.holder = IF(h.owner_token IS NULL, l.holder, h.holder),
+                   l.owner_token = h.owner_token,
+                   l.expires_at_ms = COALESCE(h.expires_at_ms, %1$s)
+             WHERE l.lock_key = :key AND l.owner_token = :owner AND l.expires_at_ms > %1$s AND e.lock_key IS NULL
+            """.formatted(NOW, NOW_MICROS);
+
+    /*
      * join: takes or keeps the caller's place in the key's queue: a new place (or one that had
      * ended) arrives now, at the back; a live one keeps its arrival. Either way it lives queue_ms
      * from now. arrived_us is assigned first, reading the old expires_at_ms.
@@ -207,6 +229,7 @@ final class MariaDbDialect {
             .statement(Op.ACQUIRE, ACQUIRE)
             .statement(Op.RENEW, RENEW)
             .statement(Op.RELEASE, RELEASE)
+            .statement(Op.RELEASE_UNQUEUED, RELEASE_UNQUEUED)
             .statement(Op.FORCE_RELEASE, FORCE_RELEASE)
             .statement(Op.INSPECT, INSPECT)
             .statement(Op.LIST, LIST)

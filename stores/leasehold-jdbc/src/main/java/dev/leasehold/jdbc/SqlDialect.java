@@ -1,7 +1,11 @@
 package dev.leasehold.jdbc;
 
 import dev.leasehold.jdbc.support.SqlStatement;
+import java.sql.Connection;
+import java.sql.PreparedStatement;
+import java.sql.SQLException;
 import java.util.EnumMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
@@ -25,6 +29,11 @@ final class SqlDialect {
         RENEW(true, "key", "owner", "lease_ms"),
         /** Ends the caller's lease, handing the key to the first live waiter: rows or an update count. */
         RELEASE(true, "key", "owner"),
+        /**
+         * Ends the lease of an owner this store knows holds no place in the key's queue, handing
+         * the key on as RELEASE does (absent: RELEASE does it).
+         */
+        RELEASE_UNQUEUED(false, "key", "owner"),
         /** Frees an unexpired lease whoever holds it: rows or an update count. */
         FORCE_RELEASE(true, "key"),
         /** The unexpired lease: (owner_token, fence, expires_at_ms, now_ms), no row if free. */
@@ -54,25 +63,33 @@ final class SqlDialect {
 
         final boolean required;
         final Set<String> parameters;
+        /** The parameters in declared order: the order of the values of {@link SqlDialect#prepare}. */
+        final List<String> order;
 
         Op(boolean required, String... parameters) {
             this.required = required;
             this.parameters = Set.of(parameters);
+            this.order = List.of(parameters);
         }
     }
 
     private final Database database;
     private final Map<Op, SqlStatement> statements;
+    private final Map<Op, int[]> positions;
     private final boolean acquireReportsGranted;
     private final boolean releaseReturnsRows;
     private final boolean retriesDuplicateKey;
+    private final boolean releaseEndsOwnPlace;
 
     private SqlDialect(Builder builder) {
         this.database = builder.database;
         this.statements = new EnumMap<>(builder.statements);
+        this.positions = new EnumMap<>(Op.class);
+        statements.forEach((op, statement) -> positions.put(op, statement.positionsIn(op.order)));
         this.acquireReportsGranted = builder.acquireReportsGranted;
         this.releaseReturnsRows = builder.releaseReturnsRows;
         this.retriesDuplicateKey = builder.retriesDuplicateKey;
+        this.releaseEndsOwnPlace = !builder.releaseLeavesOwnPlace;
     }
 
     static Builder builder(Database database) {
@@ -87,6 +104,20 @@ final class SqlDialect {
     /** The statement of {@code op}, or null where the dialect has none ({@link #has}). */
     SqlStatement get(Op op) {
         return statements.get(op);
+    }
+
+    /**
+     * Prepares the statement of {@code op} with {@code values} given in the order of the op's
+     * declared parameters ({@code ACQUIRE}: key, owner, lease_ms, holder), each bound wherever the
+     * statement names it; no map is built and no name looked up per call.
+     *
+     * @throws IllegalArgumentException if {@code values} is not one per declared parameter
+     */
+    PreparedStatement prepare(Connection connection, Op op, Object... values) throws SQLException {
+        if (values.length != op.order.size()) {
+            throw new IllegalArgumentException(op + " takes " + op.order + ", given " + values.length + " values");
+        }
+        return statements.get(op).prepare(connection, positions.get(op), values);
     }
 
     boolean has(Op op) {
@@ -111,6 +142,15 @@ final class SqlDialect {
         return retriesDuplicateKey;
     }
 
+    /**
+     * Whether RELEASE also ends the releaser's own place in the key's queue; where it does not
+     * (H2's single-table MERGE), the store deletes the place first (FORGET) when the releaser may
+     * have one.
+     */
+    boolean releaseEndsOwnPlace() {
+        return releaseEndsOwnPlace;
+    }
+
     /** Declares a dialect; refuses a statement whose parameters its operation does not have. */
     static final class Builder {
         private final Database database;
@@ -118,6 +158,7 @@ final class SqlDialect {
         private boolean acquireReportsGranted;
         private boolean releaseReturnsRows;
         private boolean retriesDuplicateKey;
+        private boolean releaseLeavesOwnPlace;
 
         private Builder(Database database) {
             this.database = Objects.requireNonNull(database);
@@ -147,6 +188,11 @@ final class SqlDialect {
 
         Builder retriesDuplicateKey() {
             this.retriesDuplicateKey = true;
+            return this;
+        }
+
+        Builder releaseLeavesOwnPlace() {
+            this.releaseLeavesOwnPlace = true;
             return this;
         }
 

@@ -60,6 +60,14 @@ final class StoreCalls {
         return dialect.get(op).prepare(connection, values);
     }
 
+    /**
+     * Prepares the dialect's statement of {@code op} with {@code values} in the order of the op's
+     * declared parameters ({@link SqlDialect#prepare}).
+     */
+    PreparedStatement prepareInOrder(Connection connection, Op op, Object... values) throws SQLException {
+        return dialect.prepare(connection, op, values);
+    }
+
     /** Runs {@code op}'s update with {@code values}: the update count. */
     int update(Connection connection, Op op, Map<String, ?> values) throws SQLException {
         try (PreparedStatement statement = prepare(connection, op, values)) {
@@ -67,10 +75,14 @@ final class StoreCalls {
         }
     }
 
-    /** Whether a release statement changed a row: a returned row where releases notify, an update count elsewhere. */
+    /**
+     * Whether a release statement changed the lease row: a returned row where releases notify, an
+     * update count elsewhere. MariaDB's release that also ends the releaser's own place counts that
+     * row too (2), and changes nothing at all unless the lease row matched.
+     */
     boolean changedOneRow(PreparedStatement statement) throws SQLException {
         if (!dialect.releaseReturnsRows()) {
-            return statement.executeUpdate() == 1;
+            return statement.executeUpdate() >= 1;
         }
         try (ResultSet row = statement.executeQuery()) {
             return row.next();

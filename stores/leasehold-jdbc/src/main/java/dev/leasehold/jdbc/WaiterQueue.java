@@ -43,6 +43,12 @@ final class WaiterQueue {
     private final WaiterPolicy policy;
     private final long pollNanos;
     private final ConcurrentHashMap<String, Asked> asked = new ConcurrentHashMap<>();
+    /**
+     * Owners that may hold a place this store took for them, with when their last join was sent
+     * ({@link System#nanoTime}); dropped once the place is deleted, or once its TTL has certainly
+     * run out.
+     */
+    private final ConcurrentHashMap<String, Long> places = new ConcurrentHashMap<>();
 
     private final AtomicLong lastPurge = new AtomicLong(System.nanoTime());
     private final StoreCalls calls;
@@ -85,6 +91,34 @@ final class WaiterQueue {
     void afterGrant(LockKey key, String owner) {
         if (granted(owner) && calls.dialect.has(Op.FORGET)) {
             calls.execute("acquire", key, c -> calls.update(c, Op.FORGET, StoreCalls.keyAndOwner(key, owner)));
+            places.remove(owner);
+        }
+    }
+
+    /**
+     * Whether the owner may still hold a live place that this store took for it: one joined less
+     * than twice its TTL ago and not deleted since. An owner that never queued here has none; its
+     * release need not end one ({@link Op#RELEASE_UNQUEUED}).
+     */
+    boolean mayHavePlace(String owner) {
+        if (places.isEmpty()) {
+            return false;
+        }
+        Long joined = places.get(owner);
+        if (joined == null) {
+            return false;
+        }
+        if (System.nanoTime() - joined < 2 * ttlNanos) {
+            return true;
+        }
+        places.remove(owner, joined);
+        return false;
+    }
+
+    /** The owner's place, if it had one, was deleted or ended (by a release or a leave that went through). */
+    void placeEnded(String owner) {
+        if (!places.isEmpty()) {
+            places.remove(owner);
         }
     }
 
@@ -98,6 +132,10 @@ final class WaiterQueue {
         Plan plan = refused(owner, now, holderNanos, request);
         if (!plan.queued()) {
             return plan.waitNanos() == holderNanos ? busy : new AcquireResult.Busy(Duration.ofNanos(plan.waitNanos()));
+        }
+        if (plan.join()) {
+            // noted before the join is sent: a join that fails may still have taken the place
+            places.put(owner, now);
         }
         long ahead = calls.execute("queue", key, connection -> {
             if (plan.fresh() && calls.dialect.has(Op.CLEANUP)) {
@@ -151,6 +189,7 @@ final class WaiterQueue {
             calls.update(connection, Op.RELEASE, values);
             return null;
         });
+        places.remove(owner);
     }
 
     /** The owner was granted the key: whether it had a place in the queue (which its grant ends). */
@@ -257,6 +296,10 @@ final class WaiterQueue {
     }
 
     private void purgeIfFull(long now) {
+        if (places.size() >= MEMORY) {
+            // places whose TTL has certainly run out; a live one is never forgotten
+            places.values().removeIf(joined -> now - joined >= 2 * ttlNanos);
+        }
         long last = lastPurge.get();
         if (asked.size() >= MEMORY && now - last > ttlNanos / 4 && lastPurge.compareAndSet(last, now)) {
             // single tries that never came back, waits given up: forget those older than a queue TTL

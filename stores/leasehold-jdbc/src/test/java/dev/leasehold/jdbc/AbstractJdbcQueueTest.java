@@ -312,6 +312,33 @@ abstract class AbstractJdbcQueueTest {
         }
     }
 
+    /**
+     * A waiter handed the key by a release, that gives it back before asking again (so no acquire
+     * of its own deleted its place), ends its place with that release: the next caller takes the
+     * free key at once instead of waiting out the place's TTL behind a waiter that is gone.
+     */
+    @Test
+    void aWaiterHandedTheKeyEndsItsPlaceWhenItReleasesIt() throws Exception {
+        Duration lease = Duration.ofSeconds(30);
+        JdbcLeaseStore store = store(b -> b.fairQueue(Duration.ofSeconds(60)));
+        LockKey key = key("handed-release");
+        String holder = "holder-" + UUID.randomUUID();
+        assertThat(store.tryAcquire(key, holder, lease)).isInstanceOf(AcquireResult.Granted.class);
+        String waiter = "waiter-" + UUID.randomUUID();
+        assertThat(store.tryAcquire(AcquireRequest.waiting(key, waiter, lease, null)))
+                .isInstanceOf(AcquireResult.Busy.class);
+        assertThat(places(key)).containsExactly(waiter);
+        assertThat(store.release(key, holder)).isTrue();
+        assertThat(store.release(key, waiter))
+                .as("the waiter was handed the key")
+                .isTrue();
+        assertThat(places(key))
+                .as("places after the waiter released the key it was handed")
+                .isEmpty();
+        assertThat(store.tryAcquire(AcquireRequest.once(key, "next-" + UUID.randomUUID(), lease)))
+                .isInstanceOf(AcquireResult.Granted.class);
+    }
+
     /** A single try (no wait) is refused and takes no place; the next waiter is then served at the release. */
     @Test
     void aSingleTryTakesNoPlace() throws Exception {

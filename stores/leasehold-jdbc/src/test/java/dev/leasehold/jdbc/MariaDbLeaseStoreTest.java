@@ -93,6 +93,43 @@ class MariaDbLeaseStoreTest extends AbstractJdbcLeaseStoreTest {
         }
     }
 
+    /**
+     * With nobody waiting, a release builds no temporary table on the server: the release that
+     * hands the key to the head of its queue and ends the releaser's own place updates two tables,
+     * which MariaDB does through a temporary table (on disk for these keys) and a materialized
+     * derived table; an owner that never queued has no place to end, and its release updates the
+     * lease row alone. Counted by the session's {@code Created_tmp_tables} around each release.
+     */
+    @Test
+    void aReleaseWithNobodyWaitingBuildsNoTemporaryTable() throws Exception {
+        TestServices.JdbcEndpoint endpoint = endpoint();
+        try (Connection connection = DriverManager.getConnection(endpoint.url(), endpoint.user(), endpoint.password());
+                JdbcLeaseStore single = JdbcLeaseStore.builder(SingleConnectionDataSource.pooled(connection, true))
+                        .database(database())
+                        .releaseNotifications(false)
+                        .build()) {
+            LockKey key = key("no-temp");
+            for (int round = 0; round < 3; round++) {
+                String owner = LockOwner.create("t").token();
+                assertThat(single.tryAcquire(key, owner, Duration.ofSeconds(30)))
+                        .isInstanceOf(AcquireResult.Granted.class);
+                long before = temporaryTables(connection);
+                assertThat(single.release(key, owner)).isTrue();
+                assertThat(temporaryTables(connection) - before)
+                        .as("temporary tables of a release with nobody waiting")
+                        .isZero();
+            }
+        }
+    }
+
+    private static long temporaryTables(Connection connection) throws SQLException {
+        try (Statement statement = connection.createStatement();
+                ResultSet row = statement.executeQuery("SHOW SESSION STATUS LIKE 'Created_tmp_tables'")) {
+            row.next();
+            return row.getLong(2);
+        }
+    }
+
     /** The session's Questions counter; with autocommit off, whatever the read opened is rolled back. */
     private static long questions(Connection connection) throws SQLException {
         long value;

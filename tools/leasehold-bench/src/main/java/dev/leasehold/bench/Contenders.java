@@ -424,6 +424,49 @@ final class Contenders {
                 () -> {});
     }
 
+    /**
+     * The SQL lease store called directly, without the lock service: a try (no wait) and a release
+     * per pair, so that the store's own cost per operation can be told apart from the engine's.
+     */
+    static Contender jdbcStoreOnly(DataSource dataSource, Database database) throws Exception {
+        JdbcSchema.create(dataSource, database);
+        JdbcLeaseStore store = JdbcLeaseStore.builder(dataSource)
+                .database(database)
+                .releaseNotifications(false)
+                .build();
+        return new Contender() {
+            @Override
+            public String name() {
+                return "Leasehold store alone (" + database.id() + ")";
+            }
+
+            @Override
+            public String backend() {
+                return database.id();
+            }
+
+            @Override
+            public Held tryLock(String key) {
+                LockKey lockKey = LockKey.of("bench", key);
+                String owner = dev.leasehold.LockOwner.create("bench").token();
+                return store.tryAcquire(dev.leasehold.spi.AcquireRequest.once(lockKey, owner, LEASE))
+                                instanceof dev.leasehold.spi.AcquireResult.Granted
+                        ? () -> store.release(lockKey, owner)
+                        : null;
+            }
+
+            @Override
+            public Held lock(String key, Duration wait) {
+                return tryLock(key);
+            }
+
+            @Override
+            public void close() {
+                store.close();
+            }
+        };
+    }
+
     static Contender springIntegrationJdbc(DataSource dataSource, Database database) throws Exception {
         String script = "/org/springframework/integration/jdbc/schema-"
                 + (database == Database.POSTGRESQL ? "postgresql" : "mysql") + ".sql";

@@ -19,7 +19,8 @@ import java.util.concurrent.atomic.AtomicLong;
  *
  * Arguments: contender ({@code leasehold-redis}, {@code leasehold-redis-fair}, {@code
  * leasehold-redis-barging}, {@code redis-floor}, {@code leasehold-postgresql},
- * {@code postgresql-floor}, {@code leasehold-mariadb}, {@code mariadb-floor}), {@code pairs} or
+ * {@code postgresql-floor}, {@code leasehold-mariadb}, {@code mariadb-floor}; {@code store-postgresql},
+ * {@code store-mariadb}: the SQL store alone, without the lock service), {@code pairs} or
  * {@code busy}, threads, seconds measured after {@code bench.warmup} seconds (4). Servers: {@code bench.redis} (redis://127.0.0.1:6379), {@code
  * bench.postgres}, {@code bench.mariadb} (the {@code test} databases).
  */
@@ -47,6 +48,16 @@ public final class ProfileDriver {
             }
         }
         return byGroup;
+    }
+
+    /** Bytes allocated so far by the live Java threads. */
+    private static long allocatedBytes() {
+        var threads = (com.sun.management.ThreadMXBean) java.lang.management.ManagementFactory.getThreadMXBean();
+        long total = 0;
+        for (long bytes : threads.getThreadAllocatedBytes(threads.getAllThreadIds())) {
+            total += Math.max(0, bytes);
+        }
+        return total;
     }
 
     public static void main(String[] args) throws Exception {
@@ -80,7 +91,9 @@ public final class ProfileDriver {
             pool = MultiProcessBench.fixedPool(url, MultiProcessBench.user(backend), threads + 2);
             contender = id.endsWith("-floor")
                     ? Contenders.rawJdbc(pool, database)
-                    : Contenders.leaseholdJdbc(pool, database);
+                    : id.startsWith("store-")
+                            ? Contenders.jdbcStoreOnly(pool, database)
+                            : Contenders.leaseholdJdbc(pool, database);
         }
         String run = "prof-" + Long.toString(System.currentTimeMillis(), 36);
         List<String> keys = new ArrayList<>();
@@ -96,6 +109,7 @@ public final class ProfileDriver {
         boolean noWait = Boolean.getBoolean("bench.noWait");
         AtomicLong operations = new AtomicLong();
         AtomicLong workerCpuAtEnd = new AtomicLong();
+        AtomicLong workerBytesAtEnd = new AtomicLong();
         com.sun.management.OperatingSystemMXBean os = (com.sun.management.OperatingSystemMXBean)
                 java.lang.management.ManagementFactory.getOperatingSystemMXBean();
         double warmup = Double.parseDouble(System.getProperty("bench.warmup", "4"));
@@ -123,6 +137,9 @@ public final class ProfileDriver {
                         }
                         workerCpuAtEnd.addAndGet(java.lang.management.ManagementFactory.getThreadMXBean()
                                 .getCurrentThreadCpuTime());
+                        workerBytesAtEnd.addAndGet(((com.sun.management.ThreadMXBean)
+                                        java.lang.management.ManagementFactory.getThreadMXBean())
+                                .getCurrentThreadAllocatedBytes());
                     } catch (Exception e) {
                         throw new IllegalStateException(e);
                     }
@@ -137,12 +154,15 @@ public final class ProfileDriver {
         java.util.Map<String, Long> threadsBefore = threadCpu();
         threadsBefore.put("callers", threadsBefore.getOrDefault("callers-N", 0L));
         long gcBefore = gcMillis();
+        long allocatedBefore = allocatedBytes();
         long operationsBefore = operations.get();
         long measureStart = System.nanoTime();
         for (Thread worker : workers) {
             worker.join();
         }
         long measured = operations.get() - operationsBefore;
+        // the callers have ended: their allocation was taken as each ended
+        long allocated = allocatedBytes() + workerBytesAtEnd.get() - allocatedBefore;
         double measuredSeconds = (System.nanoTime() - measureStart) / 1e9;
         if (held != null) {
             held.unlock();
@@ -173,10 +193,12 @@ public final class ProfileDriver {
                 cpu / 1000.0 / Math.max(1, measured));
         System.out.printf(
                 Locale.ROOT,
-                "  µs per operation by thread group:%s; JVM-internal (GC, JIT) %.1f; GC pauses %d ms%n",
+                "  µs per operation by thread group:%s; JVM-internal (GC, JIT) %.1f; GC pauses %d ms;"
+                        + " allocated %.0f bytes per operation (live threads)%n",
                 perThread,
                 (cpu - javaThreads) / 1000.0 / Math.max(1, measured),
-                gc);
+                gc,
+                allocated / (double) Math.max(1, measured));
         long mariaDbStatements = -1;
         if (backend.equals("mariadb")) {
             mariaDbStatements = id.endsWith("-floor")

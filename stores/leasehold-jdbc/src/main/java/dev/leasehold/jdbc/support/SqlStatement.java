@@ -124,6 +124,55 @@ public final class SqlStatement {
     }
 
     /**
+     * For each {@code ?} of the statement, the index of its name in {@code names}: the positions
+     * that {@link #bind(PreparedStatement, int[], Object[])} binds by. Take them once, where the
+     * statement is declared; binding by them then looks up no name.
+     *
+     * @throws IllegalArgumentException if a parameter of the statement is not among {@code names}
+     */
+    public int[] positionsIn(List<String> names) {
+        int[] positions = new int[parameters.size()];
+        for (int i = 0; i < positions.length; i++) {
+            positions[i] = names.indexOf(parameters.get(i));
+            if (positions[i] < 0) {
+                throw new IllegalArgumentException(
+                        "parameter :" + parameters.get(i) + " is not one of " + names + " in: " + sql);
+            }
+        }
+        return positions;
+    }
+
+    /**
+     * Prepares the statement on {@code connection} and binds {@code values} by {@code positions}
+     * ({@link #bind(PreparedStatement, int[], Object[])}).
+     */
+    public PreparedStatement prepare(Connection connection, int[] positions, Object[] values) throws SQLException {
+        PreparedStatement statement = connection.prepareStatement(sql);
+        try {
+            bind(statement, positions, values);
+        } catch (SQLException | RuntimeException e) {
+            statement.close();
+            throw e;
+        }
+        return statement;
+    }
+
+    /**
+     * Binds {@code values[positions[i]]} to the {@code i}-th {@code ?}, by type as {@link
+     * #bind(PreparedStatement, Map)} does; {@code positions} come from {@link #positionsIn} with the
+     * names in the order of {@code values}.
+     */
+    public void bind(PreparedStatement statement, int[] positions, Object[] values) throws SQLException {
+        if (positions.length != parameters.size()) {
+            throw new IllegalArgumentException(
+                    positions.length + " positions for " + parameters.size() + " parameters in: " + sql);
+        }
+        for (int i = 0; i < positions.length; i++) {
+            set(statement, i + 1, values[positions[i]]);
+        }
+    }
+
+    /**
      * Binds a value to every appearance of each name: strings, longs and ints by their own setters,
      * null as a NULL string, anything else as an object.
      *
@@ -141,19 +190,21 @@ public final class SqlStatement {
                     + (unknown.isEmpty() ? "" : "; unknown " + unknown) + " in: " + sql);
         }
         for (int i = 0; i < parameters.size(); i++) {
-            int index = i + 1;
-            Object value = values.get(parameters.get(i));
-            if (value instanceof String text) {
-                statement.setString(index, text);
-            } else if (value instanceof Long number) {
-                statement.setLong(index, number);
-            } else if (value instanceof Integer number) {
-                statement.setInt(index, number);
-            } else if (value == null) {
-                statement.setNull(index, Types.VARCHAR);
-            } else {
-                statement.setObject(index, value);
-            }
+            set(statement, i + 1, values.get(parameters.get(i)));
+        }
+    }
+
+    private static void set(PreparedStatement statement, int index, Object value) throws SQLException {
+        if (value instanceof String text) {
+            statement.setString(index, text);
+        } else if (value instanceof Long number) {
+            statement.setLong(index, number);
+        } else if (value instanceof Integer number) {
+            statement.setInt(index, number);
+        } else if (value == null) {
+            statement.setNull(index, Types.VARCHAR);
+        } else {
+            statement.setObject(index, value);
         }
     }
 

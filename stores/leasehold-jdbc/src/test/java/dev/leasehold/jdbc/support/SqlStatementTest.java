@@ -42,6 +42,23 @@ class SqlStatementTest {
     }
 
     @Test
+    void valuesGivenInADeclaredOrderAreBoundToEveryPlaceOfTheirName() throws Exception {
+        SqlStatement statement = SqlStatement.of("SELECT :owner, :key, :owner");
+        int[] positions = statement.positionsIn(List.of("key", "owner", "unused"));
+        List<String> bound = new ArrayList<>();
+        statement.bind(recording(bound), positions, new Object[] {"k", "o", 9L});
+        assertThat(bound).containsExactly("1=o", "2=k", "3=o");
+    }
+
+    @Test
+    void aNameOutsideTheDeclaredOrderIsRefusedWhenThePositionsAreTaken() {
+        SqlStatement statement = SqlStatement.of("UPDATE t SET a = :a WHERE b = :b");
+        assertThatThrownBy(() -> statement.positionsIn(List.of("a")))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining(":b");
+    }
+
+    @Test
     void aMissingNameFailsNamingIt() {
         SqlStatement statement = SqlStatement.of("UPDATE t SET a = :a WHERE b = :b");
         assertThatThrownBy(() -> statement.bind(recording(new ArrayList<>()), Map.of("a", 1)))
