@@ -2,6 +2,7 @@ package dev.leasehold;
 
 import dev.leasehold.spi.Grant;
 import dev.leasehold.spi.LeaseStore;
+import dev.leasehold.spi.PartialRenewalException;
 import dev.leasehold.spi.Renewal;
 import java.util.ArrayList;
 import java.util.List;
@@ -138,9 +139,10 @@ final class RenewalBatches {
             return;
         }
         long sent = host.nanos();
-        List<Optional<Grant>> answers;
+        List<Optional<Grant>> answers = new ArrayList<>(live.size());
+        List<RuntimeException> failures = new ArrayList<>(live.size()); // null where answered
         try {
-            answers = store.renewAll(renewals);
+            answers.addAll(store.renewAll(renewals));
             if (answers.size() != renewals.size()) {
                 throw new LeaseStoreException(
                         "renew",
@@ -148,10 +150,20 @@ final class RenewalBatches {
                         new IllegalStateException(
                                 "the store answered " + answers.size() + " of " + renewals.size() + " renewals"));
             }
-        } catch (Throwable e) {
-            for (Due due : live) {
-                due.lease().renewalFailed(e);
+            answers.forEach(answer -> failures.add(null));
+        } catch (PartialRenewalException e) {
+            if (e.size() != live.size()) {
+                failAll(live, e);
+                return;
             }
+            // Each lease has its own outcome: the answered ones count although others failed.
+            answers.clear();
+            for (int i = 0; i < live.size(); i++) {
+                answers.add(e.answer(i));
+                failures.add(e.failure(i));
+            }
+        } catch (Throwable e) {
+            failAll(live, e);
             if (e instanceof VirtualMachineError error) {
                 throw error;
             }
@@ -161,7 +173,9 @@ final class RenewalBatches {
             Due due = live.get(i);
             Optional<Grant> answer = answers.get(i);
             try {
-                if (answer == null) {
+                if (failures.get(i) != null) {
+                    due.lease().renewalFailed(failures.get(i));
+                } else if (answer == null) {
                     due.lease()
                             .renewalFailed(new LeaseStoreException(
                                     "renew",
@@ -174,6 +188,12 @@ final class RenewalBatches {
                 // One lease's bookkeeping never keeps the rest of the batch from their answers.
                 log.warn("handling the renewal of {} failed", due.lease().key, e);
             }
+        }
+    }
+
+    private static void failAll(List<Due> live, Throwable e) {
+        for (Due due : live) {
+            due.lease().renewalFailed(e);
         }
     }
 }

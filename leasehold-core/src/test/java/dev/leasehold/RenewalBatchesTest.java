@@ -7,6 +7,7 @@ import dev.leasehold.memory.InMemoryLeaseStore;
 import dev.leasehold.spi.ForwardingLeaseStore;
 import dev.leasehold.spi.Grant;
 import dev.leasehold.spi.LeaseStore;
+import dev.leasehold.spi.PartialRenewalException;
 import dev.leasehold.spi.Renewal;
 import java.time.Clock;
 import java.time.Duration;
@@ -53,6 +54,8 @@ class RenewalBatchesTest {
         final AtomicInteger singleRenewals = new AtomicInteger();
         volatile LockKey takenOver;
         final AtomicBoolean failing = new AtomicBoolean();
+        /** Keys whose renewal fails on its own while the rest of their batch is answered. */
+        final java.util.Set<LockKey> partFailing = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
         BatchingStore(LeaseStore inner) {
             this.inner = inner;
@@ -81,10 +84,24 @@ class RenewalBatchesTest {
                 throw new LeaseStoreException("renew", batch.size() + " leases", new IllegalStateException("down"));
             }
             List<Optional<Grant>> answers = new ArrayList<>(inner.renewAll(batch));
+            List<RuntimeException> failures = new ArrayList<>();
             for (int i = 0; i < batch.size(); i++) {
                 if (batch.get(i).key().equals(takenOver)) {
                     answers.set(i, Optional.empty()); // another owner has the key in the store
                 }
+                failures.add(null);
+                if (partFailing.contains(batch.get(i).key())) {
+                    answers.set(i, null);
+                    failures.set(
+                            i,
+                            new LeaseStoreException(
+                                    "renew",
+                                    batch.get(i).key().render(),
+                                    new IllegalStateException("its server is down")));
+                }
+            }
+            if (failures.stream().anyMatch(java.util.Objects::nonNull)) {
+                throw new PartialRenewalException(answers, failures);
             }
             return answers;
         }
@@ -156,6 +173,38 @@ class RenewalBatchesTest {
         time.advance(Duration.ofMillis(50));
         await().atMost(FakeTime.PATIENCE).until(() -> count(LeaseEventType.RENEWED) == 120);
         assertThat(count(LeaseEventType.LOST)).isZero();
+    }
+
+    /**
+     * A store that renews part of a batch and fails the rest (a batch over several servers, one of
+     * which is down) gives each lease its own outcome: the answered leases stay held past their
+     * first grant's end, only the failed ones fail and are lost at their deadline.
+     */
+    @Test
+    void aPartlyFailedBatchFailsOnlyTheLeasesWhoseRenewalFailed() {
+        List<Lease> leases = hold(40);
+        List<LockKey> down = leases.stream().limit(10).map(Lease::key).toList();
+        store.partFailing.addAll(down);
+        for (int period = 0; period < 3; period++) { // t = 3.15 s: past every first grant's end
+            time.advance(Duration.ofSeconds(1));
+            time.advance(Duration.ofMillis(50));
+            int renewals = 30 * (period + 1);
+            await().atMost(FakeTime.PATIENCE).until(() -> count(LeaseEventType.RENEWED) == renewals);
+        }
+        await().atMost(FakeTime.PATIENCE).until(() -> count(LeaseEventType.LOST) == 10);
+
+        assertThat(store.batches.size()).as("store calls").isLessThanOrEqualTo(6);
+        assertThat(events)
+                .filteredOn(e -> e.type() == LeaseEventType.RENEWAL_FAILED)
+                .allSatisfy(e -> assertThat(down).contains(e.key()));
+        assertThat(events).filteredOn(e -> e.type() == LeaseEventType.LOST).allSatisfy(e -> assertThat(down)
+                .contains(e.key()));
+        assertThat(events)
+                .filteredOn(e -> e.type() == LeaseEventType.RENEWAL_FAILED)
+                .allSatisfy(e -> assertThat(e.failure()).hasMessageContaining("its server is down"));
+        for (Lease lease : leases) {
+            assertThat(lease.isHeld()).as("%s held", lease.key()).isEqualTo(!down.contains(lease.key()));
+        }
     }
 
     @Test
