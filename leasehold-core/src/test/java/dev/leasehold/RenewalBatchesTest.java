@@ -44,6 +44,7 @@ class RenewalBatchesTest {
 
     @AfterEach
     void close() {
+        store.neverAnswers.countDown();
         service.close();
     }
 
@@ -54,6 +55,12 @@ class RenewalBatchesTest {
         final AtomicInteger singleRenewals = new AtomicInteger();
         volatile LockKey takenOver;
         final AtomicBoolean failing = new AtomicBoolean();
+        /** While set, a batch call blocks like a store that does not answer, until interrupted. */
+        final AtomicBoolean hanging = new AtomicBoolean();
+
+        final java.util.concurrent.CountDownLatch hung = new java.util.concurrent.CountDownLatch(1);
+        final java.util.concurrent.CountDownLatch neverAnswers = new java.util.concurrent.CountDownLatch(1);
+        final AtomicInteger interruptedCalls = new AtomicInteger();
         /** Keys whose renewal fails on its own while the rest of their batch is answered. */
         final java.util.Set<LockKey> partFailing = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
@@ -82,6 +89,16 @@ class RenewalBatchesTest {
             batches.add(batch.size());
             if (failing.get()) {
                 throw new LeaseStoreException("renew", batch.size() + " leases", new IllegalStateException("down"));
+            }
+            if (hanging.get()) {
+                hung.countDown();
+                try {
+                    neverAnswers.await(); // released only when the test ends
+                } catch (InterruptedException e) {
+                    interruptedCalls.incrementAndGet();
+                    Thread.currentThread().interrupt();
+                    throw new LeaseStoreException("renew", batch.size() + " leases", e);
+                }
             }
             List<Optional<Grant>> answers = new ArrayList<>(inner.renewAll(batch));
             List<RuntimeException> failures = new ArrayList<>();
@@ -205,6 +222,44 @@ class RenewalBatchesTest {
         for (Lease lease : leases) {
             assertThat(lease.isHeld()).as("%s held", lease.key()).isEqualTo(!down.contains(lease.key()));
         }
+    }
+
+    /**
+     * A batch call the store never answers: each lease is still lost at its own local deadline, on
+     * the timer, and once every lease of the call is lost the call is interrupted, so the worker is
+     * free again and the renewals of leases taken later are answered.
+     */
+    @Test
+    void aHungBatchLosesItsLeasesAtTheirDeadlineAndIsInterruptedThen() throws Exception {
+        List<Lease> leases = hold(5);
+        store.hanging.set(true);
+        time.advance(Duration.ofSeconds(1));
+        time.advance(Duration.ofMillis(50));
+        assertThat(store.hung.await(FakeTime.PATIENCE.toMillis(), TimeUnit.MILLISECONDS))
+                .as("the batch reached the store")
+                .isTrue();
+        time.advance(Duration.ofMillis(2000)); // t = 3.05 s: past every lease's local deadline
+        await().atMost(FakeTime.PATIENCE).until(() -> count(LeaseEventType.LOST) == 5);
+        assertThat(leases).allSatisfy(lease -> assertThat(lease.isHeld()).isFalse());
+
+        await().atMost(FakeTime.PATIENCE).until(() -> store.interruptedCalls.get() == 1);
+        store.hanging.set(false);
+        Lease later = service.tryAcquire(
+                        LockKey.of("batch", "later"),
+                        LeaseOptions.builder().leaseFor(LEASE).renewal(true).build())
+                .orElseThrow();
+        for (int period = 0; period < 4; period++) { // past the later lease's first grant's end
+            time.advance(Duration.ofSeconds(1));
+            time.advance(Duration.ofMillis(50));
+            long renewed = period + 1;
+            await().atMost(FakeTime.PATIENCE)
+                    .until(() -> events.stream()
+                                    .filter(e -> e.type() == LeaseEventType.RENEWED
+                                            && e.key().equals(later.key()))
+                                    .count()
+                            == renewed);
+        }
+        assertThat(later.isHeld()).isTrue();
     }
 
     @Test
