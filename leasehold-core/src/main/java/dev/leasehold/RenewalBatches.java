@@ -14,6 +14,7 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.ReentrantLock;
 
 /**
  * Gathers the renewals that fall due into {@link LeaseStore#renewAll} calls of at most the store's
@@ -86,31 +87,42 @@ final class RenewalBatches {
     private static final class InFlight {
         private final Thread worker = Thread.currentThread();
         private final List<Due> dues;
-        private boolean interrupted; // guarded by this
-        private boolean ended; // guarded by this
+        private final ReentrantLock lock = new ReentrantLock(); // an interrupt and the call's end, one at a time
+        private boolean interrupted; // guarded by lock
+        private volatile boolean ended; // written under lock
 
         InFlight(List<Due> dues) {
             this.dues = dues;
         }
 
-        synchronized void interruptIfUnwanted() {
-            if (!ended
-                    && !interrupted
-                    && dues.stream().noneMatch(due -> due.lease().renewalWanted())) {
-                interrupted = true;
-                worker.interrupt();
+        void interruptIfUnwanted() {
+            lock.lock();
+            try {
+                if (!ended
+                        && !interrupted
+                        && dues.stream().noneMatch(due -> due.lease().renewalWanted())) {
+                    interrupted = true;
+                    worker.interrupt();
+                }
+            } finally {
+                lock.unlock();
             }
         }
 
-        synchronized boolean ended() {
+        boolean ended() {
             return ended;
         }
 
         /** On the worker, after the call: an interrupt meant for this call does not reach the next. */
-        synchronized void end() {
-            ended = true;
-            if (interrupted) {
-                Thread.interrupted();
+        void end() {
+            lock.lock();
+            try {
+                ended = true;
+                if (interrupted) {
+                    Thread.interrupted();
+                }
+            } finally {
+                lock.unlock();
             }
         }
     }
