@@ -196,6 +196,11 @@ final class BatchAcquirer {
             }
             if (!fresh.isEmpty()) {
                 forceWatch.await(deadline);
+                if (deadline != Long.MAX_VALUE && deadline - host.nanos() <= 0) {
+                    // The wait ran out while the force-release watch subscribed: ask nothing now,
+                    // or an answer that came at once would still be taken after the wait ended.
+                    return BatchAttempt.UNANSWERED;
+                }
                 List<LockKey> asked = fresh.stream().map(sorted::get).toList();
                 String grantToken = KeyAcquirer.grantToken(token);
                 long sent = host.nanos();

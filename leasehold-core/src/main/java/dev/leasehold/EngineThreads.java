@@ -30,20 +30,25 @@ final class EngineThreads {
     private final LeaseTimer leaseTimer;
     private final ExecutorService renewals;
     private final ExecutorService calls;
+    private final boolean ownsCalls;
     /** Leaves and late releases after the service closed: never shut down, its threads end when idle. */
     private final ExecutorService cleanup;
 
     private final ExecutorService callbacks;
     private final ExecutorService notices;
 
-    /** Threads on {@code scheduler}, or on a timer of their own when it is {@code null}. */
-    EngineThreads(ScheduledExecutorService scheduler, Ticker ticker) {
+    /**
+     * Threads on {@code scheduler}, or on a timer of their own when it is {@code null}; store
+     * calls on {@code storeCalls} (not shut down here), or on a pool of their own when it is null.
+     */
+    EngineThreads(ScheduledExecutorService scheduler, ExecutorService storeCalls, Ticker ticker) {
         this.ownsTimer = scheduler == null;
         this.timer = scheduler != null ? scheduler : defaultTimer();
         this.parking = new Parking(timer, ticker);
         this.leaseTimer = new LeaseTimer(timer, ticker);
         this.renewals = pool("leasehold-renewal-", RENEWAL_THREADS);
-        this.calls = pool("leasehold-call-", CALL_THREADS);
+        this.calls = storeCalls != null ? storeCalls : pool("leasehold-call-", CALL_THREADS);
+        this.ownsCalls = storeCalls == null;
         this.notices = pool("leasehold-notice-", 1);
         this.cleanup = pool("leasehold-cleanup-", 2);
         this.callbacks = new ThreadPoolExecutor(
@@ -130,7 +135,9 @@ final class EngineThreads {
     void close() {
         leaseTimer.close();
         renewals.shutdownNow();
-        calls.shutdown();
+        if (ownsCalls) {
+            calls.shutdown();
+        }
         notices.shutdown();
         callbacks.shutdown();
         if (ownsTimer) {

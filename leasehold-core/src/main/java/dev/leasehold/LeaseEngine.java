@@ -9,6 +9,7 @@ import java.util.Comparator;
 import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Future;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -47,6 +48,7 @@ final class LeaseEngine implements LockService {
     LeaseEngine(
             LeaseStore store,
             ScheduledExecutorService scheduler,
+            ExecutorService storeCalls,
             Ticker ticker,
             List<LeaseListener> listeners,
             boolean fair,
@@ -54,7 +56,7 @@ final class LeaseEngine implements LockService {
             Duration minPoll,
             Duration maxPoll) {
         this.store = store;
-        this.threads = new EngineThreads(scheduler, ticker);
+        this.threads = new EngineThreads(scheduler, storeCalls, ticker);
         this.listeners = new Listeners(listeners);
         this.reentrant = reentrant;
         this.slots = new HolderSlots(ticker);

@@ -7,6 +7,7 @@ import java.util.Collection;
 import java.util.List;
 import java.util.Objects;
 import java.util.Optional;
+import java.util.concurrent.ExecutorService;
 import java.util.concurrent.ScheduledExecutorService;
 
 /**
@@ -137,6 +138,7 @@ public interface LockService extends AutoCloseable {
         private boolean reentrant = true;
         private Duration maxPoll = Duration.ofSeconds(1);
         private Duration minPoll = Duration.ofMillis(2);
+        private ExecutorService storeCalls;
 
         private Builder(LeaseStore store) {
             this.store = Objects.requireNonNull(store, "store is missing (null)");
@@ -220,6 +222,15 @@ public interface LockService extends AutoCloseable {
         }
 
         /**
+         * Runs the store calls that a caller waits for on {@code executor} instead of the service's
+         * own pool; not shut down by the service. For deterministic engine tests only.
+         */
+        Builder storeCallsOn(ExecutorService executor) {
+            this.storeCalls = Objects.requireNonNull(executor, "executor is missing (null)");
+            return this;
+        }
+
+        /**
          * The service.
          *
          * @throws IllegalArgumentException if minPoll exceeds maxPoll
@@ -229,7 +240,8 @@ public interface LockService extends AutoCloseable {
                 throw new IllegalArgumentException(
                         "minPoll (" + minPoll + ") must not exceed maxPoll (" + maxPoll + ")");
             }
-            return new LeaseEngine(store, scheduler, ticker, List.copyOf(listeners), fair, reentrant, minPoll, maxPoll);
+            return new LeaseEngine(
+                    store, scheduler, storeCalls, ticker, List.copyOf(listeners), fair, reentrant, minPoll, maxPoll);
         }
     }
 }

@@ -134,6 +134,25 @@ class LeaseEngineScheduleTest extends EngineHarness {
     }
 
     @Test
+    void theWaitersOfOneKeyShareOneReleaseSubscription() throws Exception {
+        ScriptedStore store = store(true);
+        LockService service = service(store, b -> b.fair(true).minPoll(HOUR).maxPoll(HOUR));
+        holdElsewhere(store, OTHER, HOUR);
+        Future<Lease> first = async(() -> service.acquire(KEY, waiting(HOUR, HOUR)));
+        store.awaitCall(Op.SUBSCRIBE, KEY, 1);
+        awaitEvents(LeaseEventType.WAITING, 1);
+        Future<Lease> second = async(() -> service.acquire(KEY, waiting(HOUR, HOUR)));
+        awaitEvents(LeaseEventType.WAITING, 2);
+        time.awaitTasksDueWithin(2, HOUR);
+        assertThat(store.count(Op.SUBSCRIBE, KEY)).as("subscriptions").isEqualTo(1);
+
+        assertThat(store.release(KEY, OTHER)).isTrue(); // pushed: the head takes the key
+        await(first).close(); // and the next one after it
+        await(second).close();
+        assertThat(store.count(Op.SUBSCRIBE, KEY)).as("subscriptions").isEqualTo(1);
+    }
+
+    @Test
     void inFairModeOnlyTheHeadAsksTheStoreAndAQueuedWaiterGivesUpAtItsOwnBound() throws Exception {
         ScriptedStore store = store(true);
         LockService service = service(store, b -> b.fair(true).maxPoll(HOUR));
@@ -493,6 +512,7 @@ class LeaseEngineScheduleTest extends EngineHarness {
     @Test
     void aWaitThatRunsOutWhileTheForceReleaseWatchSubscribesLeavesThatSubscriptionInFlight() throws Exception {
         ScriptedStore store = store(true);
+        store.answerAsync(false); // an ask is recorded as it is sent, on the caller's thread
         LockService service = service(store);
         Gate gate = new Gate();
         store.script(Op.SUBSCRIBE_FORCE, ScriptedStore.hang(gate));
@@ -501,9 +521,7 @@ class LeaseEngineScheduleTest extends EngineHarness {
         time.awaitTaskDueWithin(Duration.ofMillis(500));
         time.advance(Duration.ofMillis(500)); // the wait runs out while the subscription is in the store
         assertThatThrownBy(() -> await(first)).isInstanceOf(LockBusyException.class);
-        assertThat(store.count(Op.ACQUIRE, KEY))
-                .as("asks sent after the wait ran out")
-                .isZero();
+        assertThat(store.requests()).as("asks sent after the wait ran out").isEmpty();
         assertThat(((LeaseEngine) service).holderSlots())
                 .as("holder slots left")
                 .isZero();
@@ -514,6 +532,62 @@ class LeaseEngineScheduleTest extends EngineHarness {
                 .as("the subscription in flight still counts: no second one")
                 .isEqualTo(1);
         gate.open(); // it arrives late, and is the watch's subscription
+    }
+
+    @Test
+    void aBatchWhoseWaitRunsOutWhileTheForceReleaseWatchSubscribesAsksNothing() throws Exception {
+        ScriptedStore store = store(true);
+        // Store calls on the caller's thread: an ask sent after the wait ran out would be answered
+        // before the caller looks at the clock again, so its grant would be returned.
+        LockService service = service(store, b -> b.storeCallsOn(new CallerRuns()));
+        LockKey a = LockKey.of("t", "batch", "a");
+        LockKey b = LockKey.of("t", "batch", "b");
+        store.script(Op.SUBSCRIBE_FORCE, ScriptedStore.before(() -> time.advanceTickerOnly(ms(500))));
+
+        assertThatThrownBy(() -> service.acquireAll(List.of(a, b), waiting(HOUR, Duration.ofMillis(500))))
+                .isInstanceOf(LockBusyException.class);
+        assertThat(store.calls())
+                .as("the subscription ran on the given executor, and nothing was asked after it")
+                .extracting(ScriptedStore.Call::op)
+                .containsExactly(Op.SUBSCRIBE_FORCE);
+        assertThat(store.calls().get(0).thread())
+                .isEqualTo(Thread.currentThread().getName());
+        assertThat(store.backend.inspect(a)).isEmpty();
+        assertThat(store.backend.inspect(b)).isEmpty();
+        assertThat(((LeaseEngine) service).holderSlots())
+                .as("holder slots left")
+                .isZero();
+    }
+
+    /** Runs every task on the thread that submits it. */
+    private static final class CallerRuns extends java.util.concurrent.AbstractExecutorService {
+        @Override
+        public void execute(Runnable command) {
+            command.run();
+        }
+
+        @Override
+        public void shutdown() {}
+
+        @Override
+        public List<Runnable> shutdownNow() {
+            return List.of();
+        }
+
+        @Override
+        public boolean isShutdown() {
+            return false;
+        }
+
+        @Override
+        public boolean isTerminated() {
+            return false;
+        }
+
+        @Override
+        public boolean awaitTermination(long timeout, java.util.concurrent.TimeUnit unit) {
+            return false;
+        }
     }
 
     @Test

@@ -7,7 +7,12 @@ import dev.leasehold.ScriptedStore.Op;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Proxy;
 import java.time.Duration;
+import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.ScheduledThreadPoolExecutor;
 import java.util.concurrent.TimeUnit;
@@ -93,5 +98,71 @@ class LeaseTimerTest extends EngineHarness {
         assertThat(next.isHeld()).isTrue();
         first.close();
         next.close();
+    }
+
+    @Test
+    void anEntryDueNoEarlierThanTheAlarmSharesItAndAnEarlierOneSetsItAgain() {
+        List<Long> alarms = new CopyOnWriteArrayList<>();
+        LeaseTimer timer = new LeaseTimer(recordingDelays(alarms), time);
+        List<String> ran = new CopyOnWriteArrayList<>();
+        timer.schedule(() -> ran.add("a"), ms(300));
+        timer.schedule(() -> ran.add("b"), ms(300)); // due with the alarm
+        timer.schedule(() -> ran.add("c"), ms(500)); // due after it
+        assertThat(alarms).as("alarms set").containsExactly(ms(300));
+        timer.schedule(() -> ran.add("d"), ms(100)); // due before it
+        assertThat(alarms).as("alarms set").containsExactly(ms(300), ms(100));
+
+        time.advance(Duration.ofMillis(300));
+        assertThat(ran).containsExactly("d", "a", "b");
+        // after d: set for a and b, 200 ms on; after them: set for c, 200 ms on
+        assertThat(alarms).as("alarms set").containsExactly(ms(300), ms(100), ms(200), ms(200));
+        time.advance(Duration.ofMillis(200));
+        assertThat(ran).containsExactly("d", "a", "b", "c");
+        assertThat(timer.pending()).isZero();
+        assertThat(alarms).as("none set with nothing left").hasSize(4);
+    }
+
+    @Test
+    void closingDropsEveryEntryAndAnEntryScheduledAfterwardsFromAnotherThreadNeverRuns() throws Exception {
+        List<Long> alarms = new CopyOnWriteArrayList<>();
+        LeaseTimer timer = new LeaseTimer(recordingDelays(alarms), time);
+        List<String> ran = new CopyOnWriteArrayList<>();
+        timer.schedule(() -> ran.add("before close"), ms(100));
+        timer.close();
+        assertThat(timer.pending()).as("entries left after close").isZero();
+
+        // A renewal re-armed by a worker thread while the service closes.
+        ExecutorService other = Executors.newSingleThreadExecutor();
+        try {
+            Future<?> late = other.submit(() -> timer.schedule(() -> ran.add("after close"), ms(50)));
+            late.get(FakeTime.PATIENCE.toMillis(), TimeUnit.MILLISECONDS);
+        } finally {
+            other.shutdownNow();
+        }
+        time.advance(Duration.ofSeconds(1));
+        assertThat(ran).isEmpty();
+        assertThat(alarms).as("alarms set").containsExactly(ms(100));
+    }
+
+    private static long ms(long millis) {
+        return TimeUnit.MILLISECONDS.toNanos(millis);
+    }
+
+    /** The fake timer, recording the delay of every task set on it. */
+    private ScheduledExecutorService recordingDelays(List<Long> delays) {
+        ScheduledExecutorService delegate = time.scheduler();
+        return (ScheduledExecutorService) Proxy.newProxyInstance(
+                ScheduledExecutorService.class.getClassLoader(),
+                new Class<?>[] {ScheduledExecutorService.class},
+                (proxy, method, args) -> {
+                    if (method.getName().equals("schedule")) {
+                        delays.add(((TimeUnit) args[2]).toNanos((Long) args[1]));
+                    }
+                    try {
+                        return method.invoke(delegate, args);
+                    } catch (InvocationTargetException e) {
+                        throw e.getCause();
+                    }
+                });
     }
 }

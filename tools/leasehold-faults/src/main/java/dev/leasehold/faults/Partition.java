@@ -37,6 +37,7 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import javax.sql.DataSource;
@@ -74,6 +75,9 @@ final class Partition implements Scenario {
     private static final Duration LEASE = Duration.ofSeconds(1);
     private static final Duration LOST_SLACK = Duration.ofMillis(100);
     private static final Duration PROBE = Duration.ofMillis(300);
+    /** After the fault, the lease and this: A's onLost is overdue and the JVM's threads are dumped. */
+    private static final Duration OVERDUE = Duration.ofMillis(300);
+
     private static final Duration LONGEST_POLL = Duration.ofSeconds(1);
     private static final Duration SLACK = Duration.ofMillis(200);
     private static final Duration REDIS_PLACE_TTL = Duration.ofMillis(300);
@@ -303,9 +307,11 @@ final class Partition implements Scenario {
             Lease held = acquire("A", a, key, options(LEASE, Duration.ofSeconds(5)), LockOwner.create("A"));
             CountDownLatch lost = new CountDownLatch(1);
             AtomicLong lostAt = new AtomicLong();
+            AtomicReference<String> cause = new AtomicReference<>();
             held.onLost(e -> {
                 long at = History.now();
                 lostAt.set(at);
+                cause.set(e.getMessage());
                 history.add(new Op("A", Kind.LOST, k, held.ownerToken(), at, at, held.fence(), Result.OK, null, null));
                 lost.countDown();
             });
@@ -314,14 +320,26 @@ final class Partition implements Scenario {
             }
             unfenced(links.farData, k, "A");
             long faultAt = inject(kind, k, "A holds");
-            if (!lost.await(LEASE.toMillis() + 10_000, TimeUnit.MILLISECONDS)) {
+            long gcBefore = LateSignal.gcMillis();
+            // A's last confirmation came before the fault, so once the lease and a margin have
+            // passed since the fault onLost is overdue: the JVM's threads are written down then.
+            String dump = null;
+            boolean told = lost.await(LEASE.plus(OVERDUE).toMillis(), TimeUnit.MILLISECONDS);
+            if (!told) {
+                dump = LateSignal.dumpThreads(
+                        "partition-" + backend + "-" + k + "-overdue",
+                        "A's onLost on " + k + " (" + kind.describe() + ") not run "
+                                + LEASE.plus(OVERDUE).toMillis() + " ms after the fault; isHeld() " + held.isHeld());
+                told = lost.await(10_000, TimeUnit.MILLISECONDS);
+            }
+            if (!told) {
                 Long confirmed = confirmations.lastConfirmed(held);
                 tally.violation("A, " + kind.describe() + " while it held " + k + ", was never told it lost it"
                         + " (isHeld() " + held.isHeld() + ", last confirmation "
                         + (confirmed == null
                                 ? "none"
                                 : Duration.ofNanos(History.now() - confirmed).toMillis() + " ms ago")
-                        + ")" + explain(key));
+                        + ")" + explain(key) + " [threads: " + dump + "]");
             } else {
                 Long confirmed = confirmations.lastConfirmed(held);
                 if (held.isHeld()) {
@@ -332,9 +350,13 @@ final class Partition implements Scenario {
                     tally.note(k + ": A told lost " + after.toMillis() + " ms after its last confirmation ("
                             + kind.describe() + ")");
                     if (after.compareTo(LEASE.plus(LOST_SLACK)) > 0) {
+                        Duration event = confirmations.lostAfterConfirmation(held);
                         tally.violation("A was told it lost " + k + " " + after.toMillis()
                                 + " ms after its last confirmed grant or renewal: beyond its lease ("
-                                + LEASE.toMillis() + " ms) + " + LOST_SLACK.toMillis() + " ms");
+                                + LEASE.toMillis() + " ms) + " + LOST_SLACK.toMillis() + " ms [cause: " + cause.get()
+                                + "; LOST event " + (event == null ? "not seen" : event.toMillis() + " ms")
+                                + " after that confirmation; " + (LateSignal.gcMillis() - gcBefore)
+                                + " ms of GC since the fault; threads while overdue: " + dump + "]");
                     }
                 }
             }
