@@ -261,8 +261,8 @@ final class LeaseEngine implements LockService {
             if (batches == null) {
                 return threads.submitRenewal(() -> lease.renewNow(dueNanos));
             }
-            batches.add(lease, RenewalBatches.window(lease.renewal().leaseFor().toNanos()));
-            return null;
+            return batches.add(
+                    lease, RenewalBatches.window(lease.renewal().leaseFor().toNanos()));
         }
 
         @Override

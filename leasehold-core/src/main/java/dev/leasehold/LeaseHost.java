@@ -16,9 +16,11 @@ interface LeaseHost {
     LeaseTimer.Entry schedule(Runnable task, long delayNanos);
 
     /**
-     * Has the lease renewed, which fell due at {@code dueNanos}: on a renewal worker of its own
-     * (the returned future), or in the next batch of a store that renews in batches ({@code null}).
-     * The answer reaches {@link HeldLease#renewed} or {@link HeldLease#renewalFailed}.
+     * Has the lease renewed, which fell due at {@code dueNanos}: on a renewal worker of its own, or
+     * in the next batch of a store that renews in batches. Cancelling the returned future with
+     * interruption abandons the renewal: its own call is interrupted, and a batch's call once no
+     * lease of the batch wants the answer. The answer reaches {@link HeldLease#renewed} or {@link
+     * HeldLease#renewalFailed}.
      *
      * @throws RejectedExecutionException once the service is closing
      */

@@ -7,6 +7,7 @@ import dev.leasehold.memory.InMemoryLeaseStore;
 import dev.leasehold.spi.ForwardingLeaseStore;
 import dev.leasehold.spi.Grant;
 import dev.leasehold.spi.LeaseStore;
+import dev.leasehold.spi.PartialRenewalException;
 import dev.leasehold.spi.Renewal;
 import java.time.Clock;
 import java.time.Duration;
@@ -43,6 +44,7 @@ class RenewalBatchesTest {
 
     @AfterEach
     void close() {
+        store.neverAnswers.countDown();
         service.close();
     }
 
@@ -53,6 +55,14 @@ class RenewalBatchesTest {
         final AtomicInteger singleRenewals = new AtomicInteger();
         volatile LockKey takenOver;
         final AtomicBoolean failing = new AtomicBoolean();
+        /** While set, a batch call blocks like a store that does not answer, until interrupted. */
+        final AtomicBoolean hanging = new AtomicBoolean();
+
+        final java.util.concurrent.CountDownLatch hung = new java.util.concurrent.CountDownLatch(1);
+        final java.util.concurrent.CountDownLatch neverAnswers = new java.util.concurrent.CountDownLatch(1);
+        final AtomicInteger interruptedCalls = new AtomicInteger();
+        /** Keys whose renewal fails on its own while the rest of their batch is answered. */
+        final java.util.Set<LockKey> partFailing = java.util.concurrent.ConcurrentHashMap.newKeySet();
 
         BatchingStore(LeaseStore inner) {
             this.inner = inner;
@@ -80,11 +90,35 @@ class RenewalBatchesTest {
             if (failing.get()) {
                 throw new LeaseStoreException("renew", batch.size() + " leases", new IllegalStateException("down"));
             }
+            if (hanging.get()) {
+                hung.countDown();
+                try {
+                    neverAnswers.await(); // released only when the test ends
+                } catch (InterruptedException e) {
+                    interruptedCalls.incrementAndGet();
+                    Thread.currentThread().interrupt();
+                    throw new LeaseStoreException("renew", batch.size() + " leases", e);
+                }
+            }
             List<Optional<Grant>> answers = new ArrayList<>(inner.renewAll(batch));
+            List<RuntimeException> failures = new ArrayList<>();
             for (int i = 0; i < batch.size(); i++) {
                 if (batch.get(i).key().equals(takenOver)) {
                     answers.set(i, Optional.empty()); // another owner has the key in the store
                 }
+                failures.add(null);
+                if (partFailing.contains(batch.get(i).key())) {
+                    answers.set(i, null);
+                    failures.set(
+                            i,
+                            new LeaseStoreException(
+                                    "renew",
+                                    batch.get(i).key().render(),
+                                    new IllegalStateException("its server is down")));
+                }
+            }
+            if (failures.stream().anyMatch(java.util.Objects::nonNull)) {
+                throw new PartialRenewalException(answers, failures);
             }
             return answers;
         }
@@ -156,6 +190,76 @@ class RenewalBatchesTest {
         time.advance(Duration.ofMillis(50));
         await().atMost(FakeTime.PATIENCE).until(() -> count(LeaseEventType.RENEWED) == 120);
         assertThat(count(LeaseEventType.LOST)).isZero();
+    }
+
+    /**
+     * A store that renews part of a batch and fails the rest (a batch over several servers, one of
+     * which is down) gives each lease its own outcome: the answered leases stay held past their
+     * first grant's end, only the failed ones fail and are lost at their deadline.
+     */
+    @Test
+    void aPartlyFailedBatchFailsOnlyTheLeasesWhoseRenewalFailed() {
+        List<Lease> leases = hold(40);
+        List<LockKey> down = leases.stream().limit(10).map(Lease::key).toList();
+        store.partFailing.addAll(down);
+        for (int period = 0; period < 3; period++) { // t = 3.15 s: past every first grant's end
+            time.advance(Duration.ofSeconds(1));
+            time.advance(Duration.ofMillis(50));
+            int renewals = 30 * (period + 1);
+            await().atMost(FakeTime.PATIENCE).until(() -> count(LeaseEventType.RENEWED) == renewals);
+        }
+        await().atMost(FakeTime.PATIENCE).until(() -> count(LeaseEventType.LOST) == 10);
+
+        assertThat(store.batches.size()).as("store calls").isLessThanOrEqualTo(6);
+        assertThat(events)
+                .filteredOn(e -> e.type() == LeaseEventType.RENEWAL_FAILED)
+                .allSatisfy(e -> assertThat(down).contains(e.key()));
+        assertThat(events).filteredOn(e -> e.type() == LeaseEventType.LOST).allSatisfy(e -> assertThat(down)
+                .contains(e.key()));
+        assertThat(events)
+                .filteredOn(e -> e.type() == LeaseEventType.RENEWAL_FAILED)
+                .allSatisfy(e -> assertThat(e.failure()).hasMessageContaining("its server is down"));
+        for (Lease lease : leases) {
+            assertThat(lease.isHeld()).as("%s held", lease.key()).isEqualTo(!down.contains(lease.key()));
+        }
+    }
+
+    /**
+     * A batch call the store never answers: each lease is still lost at its own local deadline, on
+     * the timer, and once every lease of the call is lost the call is interrupted, so the worker is
+     * free again and the renewals of leases taken later are answered.
+     */
+    @Test
+    void aHungBatchLosesItsLeasesAtTheirDeadlineAndIsInterruptedThen() throws Exception {
+        List<Lease> leases = hold(5);
+        store.hanging.set(true);
+        time.advance(Duration.ofSeconds(1));
+        time.advance(Duration.ofMillis(50));
+        assertThat(store.hung.await(FakeTime.PATIENCE.toMillis(), TimeUnit.MILLISECONDS))
+                .as("the batch reached the store")
+                .isTrue();
+        time.advance(Duration.ofMillis(2000)); // t = 3.05 s: past every lease's local deadline
+        await().atMost(FakeTime.PATIENCE).until(() -> count(LeaseEventType.LOST) == 5);
+        assertThat(leases).allSatisfy(lease -> assertThat(lease.isHeld()).isFalse());
+
+        await().atMost(FakeTime.PATIENCE).until(() -> store.interruptedCalls.get() == 1);
+        store.hanging.set(false);
+        Lease later = service.tryAcquire(
+                        LockKey.of("batch", "later"),
+                        LeaseOptions.builder().leaseFor(LEASE).renewal(true).build())
+                .orElseThrow();
+        for (int period = 0; period < 4; period++) { // past the later lease's first grant's end
+            time.advance(Duration.ofSeconds(1));
+            time.advance(Duration.ofMillis(50));
+            long renewed = period + 1;
+            await().atMost(FakeTime.PATIENCE)
+                    .until(() -> events.stream()
+                                    .filter(e -> e.type() == LeaseEventType.RENEWED
+                                            && e.key().equals(later.key()))
+                                    .count()
+                            == renewed);
+        }
+        assertThat(later.isHeld()).isTrue();
     }
 
     @Test

@@ -160,7 +160,9 @@ public interface LeaseStore extends AutoCloseable {
      * batch's order, one per renewal: the extended grant, or empty where the owner no longer holds
      * the key. Each renewal is atomic on its own; the batch as a whole need not be. When the call
      * throws, none, some or all of the renewals may have been applied (a renewal is safe to
-     * repeat). The default renews one lease after another. A decorator that changes what {@link
+     * repeat). A store that knows which renewals failed and which were answered (a batch over
+     * several servers, one of which failed) throws {@link PartialRenewalException} with both, and
+     * each lease gets its own outcome. The default renews one lease after another. A decorator that changes what {@link
      * #renew} does must change this too: the engine renews through it whenever the store's batch
      * limit is above one.
      *

@@ -112,7 +112,7 @@ public final class RedisLeaseStore implements LeaseStore {
         this.notices = new RedisNotices(builder.connector.pubSubFactory(), keys, queue, sharded, redis);
         this.reads = new RedisReads(redis, keys);
         this.batches = new RedisBatch(writes, keys, builder.connector.cluster(), counterTtl, this::runRelease);
-        this.renewals = new RedisRenewals(writes, keys, builder.connector.cluster());
+        this.renewals = new RedisRenewals(writes, keys, builder.connector.cluster(), async, connection.getTimeout());
         Script.preload(
                 redis,
                 queue.acquireScript(),

@@ -3,10 +3,14 @@ package dev.leasehold.redis;
 import static dev.leasehold.redis.RedisReplies.asLong;
 import static dev.leasehold.redis.RedisReplies.instant;
 
+import dev.leasehold.LeaseStoreException;
 import dev.leasehold.LockKey;
 import dev.leasehold.spi.Grant;
+import dev.leasehold.spi.PartialRenewalException;
 import dev.leasehold.spi.Renewal;
+import io.lettuce.core.RedisCommandTimeoutException;
 import io.lettuce.core.ScriptOutputType;
+import io.lettuce.core.api.async.RedisScriptingAsyncCommands;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -14,11 +18,16 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 
 /**
  * Renews the leases of a {@link RedisLeaseStore}: one with the {@code renew} script, a batch with
  * one {@code renew-all} script per slot among its keys (one for the whole batch off a cluster), in
- * which each lease is renewed or not on its own, as {@code renew} does it. Thread-safe.
+ * which each lease is renewed or not on its own, as {@code renew} does it; a slot group that fails
+ * fails only its own leases ({@code RedisClusterRenewalTest}). Thread-safe.
  */
 final class RedisRenewals {
 
@@ -31,11 +40,25 @@ final class RedisRenewals {
     private final RedisWrites writes;
     private final RedisKeys keys;
     private final boolean cluster;
+    private final RedisScriptingAsyncCommands<String, String> async; // null: the groups go in turn
+    private final Duration timeout;
 
-    RedisRenewals(RedisWrites writes, RedisKeys keys, boolean cluster) {
+    /**
+     * @param async the store's connection, for sending a cluster batch's slot groups at once; null
+     *     to send them in turn
+     * @param timeout the client's command timeout: the longest a group is waited for
+     */
+    RedisRenewals(
+            RedisWrites writes,
+            RedisKeys keys,
+            boolean cluster,
+            RedisScriptingAsyncCommands<String, String> async,
+            Duration timeout) {
         this.writes = writes;
         this.keys = keys;
         this.cluster = cluster;
+        this.async = async;
+        this.timeout = timeout;
     }
 
     /** One lease, for {@code millis} ms; the caller has checked the owner. */
@@ -49,28 +72,141 @@ final class RedisRenewals {
         return reply.isEmpty() ? Optional.empty() : Optional.of(RedisReplies.grant(reply, 0));
     }
 
-    /** The answers in the batch's order; the caller has checked every owner. */
+    /**
+     * The answers in the batch's order; the caller has checked every owner. Each slot group has its
+     * own outcome: when a group fails and another is answered, {@link PartialRenewalException}
+     * carries both. On a cluster the groups are sent at once, and a group that has no answer within
+     * a third of the batch's shortest lease (the margin its leases have left) fails, so that one
+     * stalled node cannot hold back the answers of the others until their leases are gone.
+     */
     List<Optional<Grant>> renew(List<Renewal> batch) {
+        List<List<Renewal>> groups = RedisBatch.groupsBySlot(batch, Renewal::key, keys, cluster);
+        if (groups.size() == 1) {
+            return answers(groups.get(0), renewGroup(groups.get(0))); // one outcome: it throws as it failed
+        }
         Map<Renewal, Optional<Grant>> answers = new HashMap<>();
-        for (List<Renewal> group : RedisBatch.groupsBySlot(batch, Renewal::key, keys, cluster)) {
-            List<Object> reply = renewGroup(group);
-            Instant now = instant(reply.get(0), reply.get(1));
+        Map<Renewal, RuntimeException> failures = new HashMap<>();
+        List<Reply> replies = async != null && !writes.acknowledged() ? sendAtOnce(groups) : sendInTurn(groups);
+        for (int g = 0; g < groups.size(); g++) {
+            List<Renewal> group = groups.get(g);
+            Reply reply = replies.get(g);
+            List<Optional<Grant>> groupAnswers = null;
+            RuntimeException failure = reply.failure();
+            if (failure == null) {
+                try {
+                    groupAnswers = answers(group, reply.reply());
+                } catch (RuntimeException e) {
+                    failure = new LeaseStoreException("renew", what(group), e);
+                }
+            }
             for (int i = 0; i < group.size(); i++) {
-                long fence = asLong(reply.get(2 + i));
-                Duration leaseFor = group.get(i).leaseFor();
-                answers.put(
-                        group.get(i),
-                        fence < 0 ? Optional.empty() : Optional.of(new Grant(fence, leaseFor, now.plus(leaseFor))));
+                if (failure != null) {
+                    failures.put(group.get(i), failure);
+                } else {
+                    answers.put(group.get(i), groupAnswers.get(i));
+                }
             }
         }
         List<Optional<Grant>> inOrder = new ArrayList<>(batch.size());
+        List<RuntimeException> failed = new ArrayList<>(batch.size());
         for (Renewal renewal : batch) {
             inOrder.add(answers.get(renewal));
+            failed.add(failures.get(renewal));
         }
-        return inOrder;
+        if (failures.isEmpty()) {
+            return inOrder;
+        }
+        throw new PartialRenewalException(inOrder, failed);
+    }
+
+    /** A slot group's script reply, or why it has none. */
+    private record Reply(List<Object> reply, RuntimeException failure) {}
+
+    /** The groups one after the other, on the store's connection (or its acknowledged writers). */
+    private List<Reply> sendInTurn(List<List<Renewal>> groups) {
+        List<Reply> replies = new ArrayList<>(groups.size());
+        for (List<Renewal> group : groups) {
+            try {
+                replies.add(new Reply(renewGroup(group), null));
+            } catch (RuntimeException e) {
+                replies.add(new Reply(null, e));
+            }
+        }
+        return replies;
+    }
+
+    /** Every group at once; each waited for until a third of the shortest lease, or the client's timeout. */
+    private List<Reply> sendAtOnce(List<List<Renewal>> groups) {
+        Duration wait = timeout;
+        List<CompletableFuture<List<Object>>> sent = new ArrayList<>(groups.size());
+        for (List<Renewal> group : groups) {
+            for (Renewal renewal : group) {
+                Duration margin = renewal.leaseFor().dividedBy(3);
+                wait = margin.compareTo(wait) < 0 ? margin : wait;
+            }
+            Script.Call call = call(group);
+            CompletableFuture<List<Object>> reply;
+            try {
+                reply = RENEW_ALL
+                        .<List<Object>>runAsync(async, ScriptOutputType.MULTI, call.keys(), call.args())
+                        .toCompletableFuture();
+            } catch (RuntimeException e) {
+                reply = CompletableFuture.failedFuture(e);
+            }
+            sent.add(reply);
+        }
+        long deadline = System.nanoTime() + Math.max(1, wait.toNanos());
+        List<Reply> replies = new ArrayList<>(groups.size());
+        for (int g = 0; g < groups.size(); g++) {
+            String what = what(groups.get(g));
+            try {
+                replies.add(new Reply(
+                        sent.get(g).get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS), null));
+            } catch (TimeoutException e) {
+                replies.add(new Reply(
+                        null,
+                        new LeaseStoreException(
+                                "renew",
+                                what,
+                                new RedisCommandTimeoutException("no answer within " + wait.toMillis() + " ms"))));
+            } catch (ExecutionException e) {
+                replies.add(new Reply(null, new LeaseStoreException("renew", what, e.getCause())));
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                replies.add(new Reply(null, new LeaseStoreException("renew", what, e)));
+            }
+        }
+        return replies;
+    }
+
+    /** A group's answers from its script reply, in the group's order. */
+    private static List<Optional<Grant>> answers(List<Renewal> group, List<Object> reply) {
+        Instant now = instant(reply.get(0), reply.get(1));
+        List<Optional<Grant>> answers = new ArrayList<>(group.size());
+        for (int i = 0; i < group.size(); i++) {
+            long fence = asLong(reply.get(2 + i));
+            Duration leaseFor = group.get(i).leaseFor();
+            answers.add(fence < 0 ? Optional.empty() : Optional.of(new Grant(fence, leaseFor, now.plus(leaseFor))));
+        }
+        return answers;
+    }
+
+    private static String what(List<Renewal> group) {
+        return group.size() == 1 ? group.get(0).key().render() : group.size() + " leases";
     }
 
     private List<Object> renewGroup(List<Renewal> group) {
+        Script.Call call = call(group);
+        return writes.write(
+                "renew",
+                what(group),
+                commands -> RENEW_ALL.run(commands, ScriptOutputType.MULTI, call.keys(), call.args()),
+                renewed -> renewed.stream().skip(2).anyMatch(fence -> asLong(fence) >= 0),
+                renewed -> "the renewals stay on the master");
+    }
+
+    /** The keys and arguments of a group's {@code renew-all} call. */
+    private Script.Call call(List<Renewal> group) {
         String[] scriptKeys = new String[group.size()];
         String[] args = new String[group.size() * 2];
         Duration lastLease = null;
@@ -85,12 +221,6 @@ final class RedisRenewals {
             }
             args[group.size() + i] = lastMillis;
         }
-        String what = group.size() == 1 ? group.get(0).key().render() : group.size() + " leases";
-        return writes.write(
-                "renew",
-                what,
-                commands -> RENEW_ALL.run(commands, ScriptOutputType.MULTI, scriptKeys, args),
-                renewed -> renewed.stream().skip(2).anyMatch(fence -> asLong(fence) >= 0),
-                renewed -> "the renewals stay on the master");
+        return new Script.Call(scriptKeys, args);
     }
 }

@@ -27,6 +27,9 @@ final class Script {
 
     private static final Logger log = LoggerFactory.getLogger(Script.class);
 
+    /** The keys and arguments of one call. */
+    record Call(String[] keys, String[] args) {}
+
     private final String name;
     private final String body;
     private final String sha;

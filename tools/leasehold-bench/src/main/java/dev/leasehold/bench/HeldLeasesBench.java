@@ -6,17 +6,24 @@ import dev.leasehold.Lease;
 import dev.leasehold.LeaseOptions;
 import dev.leasehold.LockKey;
 import dev.leasehold.LockService;
+import dev.leasehold.etcd.EtcdLeaseStore;
 import dev.leasehold.jdbc.Database;
 import dev.leasehold.jdbc.JdbcLeaseStore;
 import dev.leasehold.jdbc.JdbcSchema;
 import dev.leasehold.redis.RedisLeaseStore;
 import dev.leasehold.spi.LeaseStore;
+import dev.leasehold.testkit.EtcdCluster;
+import io.etcd.jetcd.Client;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.api.StatefulRedisConnection;
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
 import java.lang.management.ManagementFactory;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -27,6 +34,8 @@ import java.sql.Statement;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.redisson.Redisson;
@@ -51,9 +60,13 @@ import org.redisson.config.Config;
  * leasehold-mariadb}: the SQL store on database {@value MultiProcessBench#BENCH_DATABASE} of the
  * servers of {@code bench.postgres} and {@code bench.mariadb}, counting the server's committed
  * transactions (PostgreSQL, that database only) or statements (MariaDB, the whole server) in
- * place of scripts).
+ * place of scripts; and {@code leasehold-etcd}: the etcd store on a private single-member etcd the
+ * bench starts (the {@code etcd} binary, Debian package {@code etcd-server}), counting the gRPC
+ * messages etcd received, keep-alives included, from its {@code /metrics}).
  */
 public final class HeldLeasesBench {
+
+    private static final String ETCD = "leasehold-etcd";
 
     private HeldLeasesBench() {}
 
@@ -84,11 +97,16 @@ public final class HeldLeasesBench {
                 .append("|---:|---|---:|---:|---:|---:|---:|\n");
         List<String> contenders = List.of(
                 System.getProperty("bench.contenders", "leasehold,redisson").split(","));
+        EtcdCluster etcd = contenders.contains(ETCD)
+                ? EtcdCluster.start(1, Duration.ofMillis(100), Duration.ofMillis(1000))
+                : null;
         try (PrivateRedis redis = PrivateRedis.start()) {
             for (int n : counts) {
                 for (String contender : contenders) {
                     String target = redis.uri;
-                    if (contender.startsWith("leasehold-")) {
+                    if (contender.equals(ETCD)) {
+                        target = etcd.endpoint(0);
+                    } else if (contender.startsWith("leasehold-")) {
                         target = prepareDatabase(contender.substring("leasehold-".length()));
                     }
                     String line = runChild(contender, n, leaseMs, hold, target);
@@ -108,6 +126,10 @@ public final class HeldLeasesBench {
                     }
                 }
             }
+        } finally {
+            if (etcd != null) {
+                etcd.close();
+            }
         }
         Path out = Path.of(System.getProperty("bench.out", "target/bench"));
         Files.createDirectories(out);
@@ -121,6 +143,7 @@ public final class HeldLeasesBench {
             case "redisson" -> "Redisson 3 `RLock`";
             case "leasehold-postgresql" -> "Leasehold (PostgreSQL; commits/s)";
             case "leasehold-mariadb" -> "Leasehold (MariaDB; statements/s, whole server)";
+            case ETCD -> "Leasehold (etcd; gRPC messages/s)";
             default -> throw new IllegalArgumentException("unknown contender " + contender);
         };
     }
@@ -198,6 +221,8 @@ public final class HeldLeasesBench {
             for (String line = out.readLine(); line != null; line = out.readLine()) {
                 if (line.startsWith("RESULT ")) {
                     result = line.substring("RESULT ".length());
+                } else if (line.startsWith("DETAIL ")) {
+                    System.out.println(contender + ": " + line.substring("DETAIL ".length()));
                 } else if (line.contains("WARN") || line.contains("Exception")) {
                     System.err.println(contender + ": " + line);
                 }
@@ -226,6 +251,10 @@ public final class HeldLeasesBench {
     }
 
     private static void child(String contender, int n, long leaseMs, int hold, String uri) throws Exception {
+        if (contender.equals(ETCD)) {
+            etcdChild(n, leaseMs, hold, uri);
+            System.exit(0);
+        }
         if (contender.startsWith("leasehold-")) {
             sqlChild(contender.substring("leasehold-".length()), n, leaseMs, hold, uri);
             System.exit(0);
@@ -310,6 +339,50 @@ public final class HeldLeasesBench {
         }
     }
 
+    private static void etcdChild(int n, long leaseMs, int hold, String endpoint) throws Exception {
+        Client client = Client.builder().endpoints(endpoint).build();
+        try {
+            EtcdLeaseStore store = EtcdLeaseStore.builder(client).build();
+            Held held;
+            Map<String, Long> before = grpcMessages(endpoint);
+            try {
+                held = holdMany(store, n, leaseMs, hold, () -> grpcMessages(endpoint).values().stream()
+                        .mapToLong(Long::longValue)
+                        .sum());
+            } finally {
+                store.close();
+            }
+            Map<String, Long> after = grpcMessages(endpoint);
+            after.forEach((method, count) -> System.out.println("DETAIL etcd " + method
+                    + " messages, taking and holding: " + (count - before.getOrDefault(method, 0L))));
+            // the sample's reads are the bench's, not the store's renewals
+            long messages = held.serverCalls() - held.sampled();
+            System.out.println("RESULT " + held.cpuNanos() + " " + Math.max(0, messages) + " " + held.lost() + " "
+                    + held.lowestTtl());
+        } finally {
+            client.close();
+        }
+    }
+
+    /** The gRPC messages etcd has received so far, by method, from its Prometheus metrics. */
+    private static Map<String, Long> grpcMessages(String endpoint) throws IOException, InterruptedException {
+        HttpResponse<String> metrics = HttpClient.newHttpClient()
+                .send(
+                        HttpRequest.newBuilder(URI.create(endpoint + "/metrics"))
+                                .build(),
+                        HttpResponse.BodyHandlers.ofString());
+        Map<String, Long> byMethod = new TreeMap<>();
+        for (String line : metrics.body().split("\n")) {
+            if (line.startsWith("grpc_server_msg_received_total{")) {
+                int at = line.indexOf("grpc_method=\"") + "grpc_method=\"".length();
+                String method = line.substring(at, line.indexOf('"', at));
+                long count = (long) Double.parseDouble(line.substring(line.lastIndexOf(' ') + 1));
+                byMethod.merge(method, count, Long::sum);
+            }
+        }
+        return byMethod;
+    }
+
     /** What holding N leases cost: CPU and server calls over the hold, and the sample's reads among them. */
     private record Held(long cpuNanos, long serverCalls, long sampled, int lost, long lowestTtl) {}
 
@@ -333,12 +406,16 @@ public final class HeldLeasesBench {
                     .renewal(true)
                     .build();
             List<Lease> leases = new ArrayList<>(n);
+            long taking = System.nanoTime();
             for (int i = 0; i < n; i++) {
                 Lease lease =
                         service.tryAcquire(LockKey.of("held", "k" + i), options).orElseThrow();
                 lease.onLost(e -> lost.incrementAndGet());
                 leases.add(lease);
             }
+            System.out.printf(
+                    "DETAIL took %d keys in %.1f s; %d lost meanwhile%n",
+                    n, (System.nanoTime() - taking) / 1e9, lost.get());
             long cpu0 = cpuNanos();
             long calls0 = server.read();
             long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(hold);

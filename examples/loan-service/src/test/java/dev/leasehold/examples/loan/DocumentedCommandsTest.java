@@ -74,6 +74,15 @@ class DocumentedCommandsTest {
                             + " -cp target/classes:$(cat target/cp.txt)"
                             + " dev.leasehold.bench.ProfileDriver leasehold-redis pairs 1 10",
                     "client CPU per operation against a private redis-server started by hand; measured, never asserted"),
+            Map.entry(
+                    "mvn -q -B -pl tools/leasehold-bench -am compile"
+                            + " org.apache.maven.plugins:maven-dependency-plugin:3.11.0:build-classpath"
+                            + " -Dmdep.outputFile=target/cp.txt",
+                    "sets up the held-leases and memory benchmarks, which are measured by hand, never asserted"),
+            Map.entry(
+                    "cd tools/leasehold-bench && java -cp target/classes:$(cat target/cp.txt)"
+                            + " dev.leasehold.bench.DistinctKeysMemoryBench",
+                    "200 000 keys against a private Redis and a minute's wait: measured, never asserted"),
             Map.entry("cd tools/leasehold-bench", "a step of the profiling recipe, run by hand"),
             Map.entry(
                     "java \"-XX:StartFlightRecording=delay=4s,filename=redis.jfr,settings=profile,jdk.ExecutionSample#period=1ms\""
