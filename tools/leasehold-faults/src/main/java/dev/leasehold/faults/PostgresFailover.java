@@ -173,12 +173,11 @@ final class PostgresFailover implements Scenario {
             }
             InFlight inFlight = new InFlight(old, round, history);
             inFlight.awaitAcknowledged(tally);
-            long receiver = 0;
             int waiting = 0;
             if (synchronous) {
                 // The standby stops confirming: the grants being made now are committed on the
                 // primary and wait for it, unacknowledged, when the primary is killed.
-                receiver = pair.pauseReceiver();
+                pair.pauseReceiver();
                 waiting = pair.awaitCommitsWaitingForStandby(Duration.ofSeconds(30));
             }
             history.fault("primary killed while " + k + " is held at fence " + stillHeld.fence()
@@ -187,7 +186,7 @@ final class PostgresFailover implements Scenario {
             pair.killPrimary();
             long failedAt = System.nanoTime();
             if (synchronous) {
-                pair.resumeReceiver(receiver);
+                pair.resumeReceiver();
             }
             inFlight.join(tally);
             highestFence = Math.max(highestFence, inFlight.highestFence());
@@ -274,7 +273,7 @@ final class PostgresFailover implements Scenario {
      * client waits for its end; short enough for a short run.
      */
     private Duration heldFor() {
-        return synchronous ? Duration.ofSeconds(8) : Duration.ofSeconds(30);
+        return synchronous ? Duration.ofSeconds(12) : Duration.ofSeconds(30);
     }
 
     private static Lease acquire(

@@ -36,6 +36,8 @@ final class PostgresPair implements AutoCloseable {
     private final int standbyPort;
     private Process primary;
     private Process standby;
+    /** The standby's WAL receiver while {@link #pauseReceiver} has it stopped, else 0. */
+    private long pausedReceiver;
 
     private PostgresPair(Path bin, Path dir, int primaryPort, int standbyPort) {
         this.bin = bin;
@@ -199,17 +201,20 @@ final class PostgresPair implements AutoCloseable {
 
     /**
      * Stops ({@code SIGSTOP}) the standby's WAL receiver, so that with a synchronous standby every
-     * commit on the primary waits for it; returns its process id for {@link #resumeReceiver}.
+     * commit on the primary waits for it, until {@link #resumeReceiver} (or closing).
      */
-    long pauseReceiver() throws SQLException, IOException, InterruptedException {
+    void pauseReceiver() throws SQLException, IOException, InterruptedException {
         long pid = Long.parseLong(query(standbyPort, "SELECT pid FROM pg_stat_wal_receiver"));
         signal("-STOP", pid);
-        return pid;
+        pausedReceiver = pid;
     }
 
     /** Lets the WAL receiver stopped by {@link #pauseReceiver} run again ({@code SIGCONT}). */
-    void resumeReceiver(long pid) throws IOException, InterruptedException {
-        signal("-CONT", pid);
+    void resumeReceiver() throws IOException, InterruptedException {
+        if (pausedReceiver != 0) {
+            signal("-CONT", pausedReceiver);
+            pausedReceiver = 0;
+        }
     }
 
     /**
@@ -375,6 +380,13 @@ final class PostgresPair implements AutoCloseable {
 
     @Override
     public void close() {
+        try {
+            resumeReceiver(); // a stopped process would outlive its killed postmaster
+        } catch (IOException e) {
+            // it has gone already
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
         for (Process process : new Process[] {primary, standby}) {
             if (process != null && process.isAlive()) {
                 Processes.kill(process);
