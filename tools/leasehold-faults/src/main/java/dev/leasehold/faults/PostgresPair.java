@@ -20,10 +20,11 @@ import java.util.stream.Stream;
 
 /**
  * Two PostgreSQL clusters this JVM started on free loopback ports: a primary and a standby made
- * from it with {@code pg_basebackup}, streaming asynchronously. The scenario kills the standby so
- * that it misses what follows, kills the primary, starts the standby again and promotes it. As
- * root the server runs as the {@code postgres} user ({@code setpriv}). Closing kills both and
- * deletes their data.
+ * from it with {@code pg_basebackup}, streaming asynchronously, or synchronously ({@code
+ * synchronous_standby_names = '*'}, {@code synchronous_commit = on}: a commit is acknowledged once
+ * the standby has flushed its WAL). A scenario kills the standby so that it misses what follows,
+ * kills the primary, starts the standby again if it killed it, and promotes it. As root the server
+ * runs as the {@code postgres} user ({@code setpriv}). Closing kills both and deletes their data.
  */
 final class PostgresPair implements AutoCloseable {
 
@@ -35,6 +36,8 @@ final class PostgresPair implements AutoCloseable {
     private final int standbyPort;
     private Process primary;
     private Process standby;
+    /** The standby's WAL receiver while {@link #pauseReceiver} has it stopped, else 0. */
+    private long pausedReceiver;
 
     private PostgresPair(Path bin, Path dir, int primaryPort, int standbyPort) {
         this.bin = bin;
@@ -59,17 +62,49 @@ final class PostgresPair implements AutoCloseable {
         }
     }
 
-    /** Starts the primary, copies it to the standby and starts that; both accept connections on return. */
-    static PostgresPair start(Path bin) throws IOException, InterruptedException {
+    /**
+     * Starts the primary, copies it to the standby and starts that; both accept connections on
+     * return and, if {@code synchronous}, the primary reports the standby as synchronous.
+     */
+    static PostgresPair start(Path bin, boolean synchronous) throws IOException, InterruptedException {
         Path dir = Files.createTempDirectory("leasehold-pg-pair");
         PostgresPair pair = new PostgresPair(bin, dir, Processes.freePort(), Processes.freePort());
         try {
             pair.init();
+            if (synchronous) {
+                pair.makeSynchronous();
+            }
             return pair;
+        } catch (SQLException e) {
+            pair.close();
+            throw new IOException("could not make the standby synchronous", e);
         } catch (IOException | InterruptedException | RuntimeException e) {
             pair.close();
             throw e;
         }
+    }
+
+    /**
+     * Names every standby synchronous on the primary, with {@code synchronous_commit = on}, and
+     * waits until the primary reports the standby's stream as {@code sync}.
+     */
+    private void makeSynchronous() throws SQLException, InterruptedException {
+        execute(primaryPort, "ALTER SYSTEM SET synchronous_standby_names = '*'");
+        execute(primaryPort, "ALTER SYSTEM SET synchronous_commit = 'on'");
+        query(primaryPort, "SELECT pg_reload_conf()");
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        while (!"1".equals(query(primaryPort, "SELECT count(*) FROM pg_stat_replication WHERE sync_state = 'sync'"))) {
+            if (System.nanoTime() > deadline) {
+                throw new IllegalStateException("the primary did not report the standby as synchronous within 60 s");
+            }
+            Thread.sleep(20);
+        }
+    }
+
+    /** The primary's {@code synchronous_standby_names} and {@code synchronous_commit}, for the report. */
+    String replicationSettings() throws SQLException {
+        return "synchronous_standby_names = '" + query(primaryPort, "SHOW synchronous_standby_names")
+                + "', synchronous_commit = " + query(primaryPort, "SHOW synchronous_commit");
     }
 
     private void init() throws IOException, InterruptedException {
@@ -164,6 +199,50 @@ final class PostgresPair implements AutoCloseable {
         throw new IllegalStateException("the standby did not replay up to " + written + " within " + atMost);
     }
 
+    /**
+     * Stops ({@code SIGSTOP}) the standby's WAL receiver, so that with a synchronous standby every
+     * commit on the primary waits for it, until {@link #resumeReceiver} (or closing).
+     */
+    void pauseReceiver() throws SQLException, IOException, InterruptedException {
+        long pid = Long.parseLong(query(standbyPort, "SELECT pid FROM pg_stat_wal_receiver"));
+        signal("-STOP", pid);
+        pausedReceiver = pid;
+    }
+
+    /** Lets the WAL receiver stopped by {@link #pauseReceiver} run again ({@code SIGCONT}). */
+    void resumeReceiver() throws IOException, InterruptedException {
+        if (pausedReceiver != 0) {
+            signal("-CONT", pausedReceiver);
+            pausedReceiver = 0;
+        }
+    }
+
+    /**
+     * Waits until at least one session on the primary waits for the synchronous standby to confirm
+     * its commit; returns how many do.
+     */
+    int awaitCommitsWaitingForStandby(Duration atMost) throws SQLException, InterruptedException {
+        long deadline = System.nanoTime() + atMost.toNanos();
+        while (true) {
+            int waiting = Integer.parseInt(
+                    query(primaryPort, "SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'SyncRep'"));
+            if (waiting > 0 || System.nanoTime() > deadline) {
+                return waiting;
+            }
+            Thread.sleep(20);
+        }
+    }
+
+    private static void signal(String signal, long pid) throws IOException, InterruptedException {
+        Process kill = new ProcessBuilder("kill", signal, String.valueOf(pid))
+                .redirectErrorStream(true)
+                .start();
+        String output = new String(kill.getInputStream().readAllBytes(), java.nio.charset.StandardCharsets.UTF_8);
+        if (!kill.waitFor(30, TimeUnit.SECONDS) || kill.exitValue() != 0) {
+            throw new IOException("kill " + signal + " " + pid + " failed: " + output);
+        }
+    }
+
     /** {@code kill -9} of the standby's postmaster. */
     void killStandby() {
         Processes.kill(standby);
@@ -197,6 +276,13 @@ final class PostgresPair implements AutoCloseable {
         String promoted = query(standbyPort, "SELECT pg_promote(true, 30)");
         if (!"t".equals(promoted) && !"true".equals(promoted)) {
             throw new IllegalStateException("the standby was not promoted within 30 s: " + promoted);
+        }
+    }
+
+    private static void execute(int port, String sql) throws SQLException {
+        try (Connection connection = DriverManager.getConnection(url(port), "postgres", "");
+                Statement statement = connection.createStatement()) {
+            statement.execute(sql);
         }
     }
 
@@ -294,6 +380,13 @@ final class PostgresPair implements AutoCloseable {
 
     @Override
     public void close() {
+        try {
+            resumeReceiver(); // a stopped process would outlive its killed postmaster
+        } catch (IOException e) {
+            // it has gone already
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
         for (Process process : new Process[] {primary, standby}) {
             if (process != null && process.isAlive()) {
                 Processes.kill(process);

@@ -32,6 +32,7 @@ public interface Scenario {
                 new Partition(),
                 new KilledHolder(),
                 new PostgresFailover(),
+                new PostgresFailover(true),
                 new EtcdFaults());
     }
 }

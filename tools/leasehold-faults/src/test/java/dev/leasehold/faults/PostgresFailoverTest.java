@@ -13,4 +13,9 @@ class PostgresFailoverTest {
             throws Exception {
         FaultScenarios.runAndCheck(new PostgresFailover(), "postgresql");
     }
+
+    @Test
+    void aPromotedSynchronousStandbyHasEveryAcknowledgedGrantAndFencesStillOnlyGrow() throws Exception {
+        FaultScenarios.runAndCheck(new PostgresFailover(true), "postgresql");
+    }
 }
