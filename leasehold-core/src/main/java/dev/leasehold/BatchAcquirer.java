@@ -96,7 +96,11 @@ final class BatchAcquirer {
         List<Lease> taken = new ArrayList<>(sorted.size());
         try {
             for (LockKey key : sorted) {
-                long left = Math.max(0, waitNanos - (host.nanos() - start));
+                long left = waitNanos - (host.nanos() - start);
+                if (left <= 0) {
+                    // The wait ran out on an earlier key: a wait of zero would still ask the store.
+                    throw keyAcquirer.busy(key, start);
+                }
                 Object holder = reentrant ? owner : new Object();
                 taken.add(keyAcquirer.acquire(key, options.withWait(Duration.ofNanos(left)), holder, token));
             }

@@ -284,6 +284,33 @@ class LeaseEngineScheduleTest extends EngineHarness {
     }
 
     @Test
+    void aBatchWhoseWaitRanOutOnItsFirstKeyAsksForNoOtherKey() throws Exception {
+        ScriptedStore store = store(true);
+        LockService service = service(store, b -> b.maxPoll(HOUR).storeCallsOn(new CallerRuns()));
+        LockKey a = LockKey.of("t", "batch", "a");
+        LockKey b = LockKey.of("t", "batch", "b");
+        store.backend.tryAcquire(a, OTHER, HOUR);
+        store.script(
+                Op.ACQUIRE,
+                a,
+                ScriptedStore.before(() -> {}), // the batch's one call: a is busy
+                ScriptedStore.before(
+                        () -> { // a's own wait: granted as the whole wait passes
+                            store.backend.release(a, OTHER);
+                            time.advanceTickerOnly(Duration.ofSeconds(1));
+                        }));
+
+        assertThatThrownBy(() -> service.acquireAll(List.of(a, b), waiting(HOUR, Duration.ofSeconds(1))))
+                .isInstanceOf(LockBusyException.class);
+        assertThat(store.calls())
+                .as("asks for b: the batch's one call only, none after the wait ran out")
+                .filteredOn(c -> b.equals(c.key()) && c.op() == Op.ACQUIRE)
+                .hasSizeLessThanOrEqualTo(1);
+        assertThat(store.backend.inspect(a)).as("a, taken first, given back").isEmpty();
+        assertThat(store.backend.inspect(b)).isEmpty();
+    }
+
+    @Test
     void aSubscriptionThatArrivesAfterTheWaiterLeftIsClosed() throws Exception {
         ScriptedStore store = store(true);
         LockService service = service(store);

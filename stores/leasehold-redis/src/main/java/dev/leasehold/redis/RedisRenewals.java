@@ -14,6 +14,7 @@ import io.lettuce.core.api.async.RedisScriptingAsyncCommands;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -135,15 +136,21 @@ final class RedisRenewals {
         return replies;
     }
 
-    /** Every group at once; each waited for until a third of the shortest lease, or the client's timeout. */
+    /**
+     * Every group at once. Each group is waited for until a third of its own shortest lease has
+     * passed since it was sent, or the client's command timeout when that is shorter; a timeout of
+     * zero or less is Lettuce's "no timeout" and bounds nothing. The batch answers once every group
+     * has, and a lease's next renewal falls due a third of its lease after that answer, so a longer
+     * wait for one group would leave the others' leases too little time. A group left without an
+     * answer is cancelled, and only its own leases fail (each is tried again at its next period).
+     */
     private List<Reply> sendAtOnce(List<List<Renewal>> groups) {
-        Duration wait = timeout;
+        long sentAt = System.nanoTime();
         List<CompletableFuture<List<Object>>> sent = new ArrayList<>(groups.size());
-        for (List<Renewal> group : groups) {
-            for (Renewal renewal : group) {
-                Duration margin = renewal.leaseFor().dividedBy(3);
-                wait = margin.compareTo(wait) < 0 ? margin : wait;
-            }
+        long[] waits = new long[groups.size()];
+        for (int g = 0; g < groups.size(); g++) {
+            List<Renewal> group = groups.get(g);
+            waits[g] = groupWait(group, timeout).toNanos();
             Script.Call call = call(group);
             CompletableFuture<List<Object>> reply;
             try {
@@ -155,28 +162,46 @@ final class RedisRenewals {
             }
             sent.add(reply);
         }
-        long deadline = System.nanoTime() + Math.max(1, wait.toNanos());
         List<Reply> replies = new ArrayList<>(groups.size());
         for (int g = 0; g < groups.size(); g++) {
             String what = what(groups.get(g));
+            CompletableFuture<List<Object>> reply = sent.get(g);
             try {
-                replies.add(new Reply(
-                        sent.get(g).get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS), null));
+                long left = Math.max(0, sentAt + waits[g] - System.nanoTime());
+                replies.add(new Reply(reply.get(left, TimeUnit.NANOSECONDS), null));
             } catch (TimeoutException e) {
+                reply.cancel(false);
                 replies.add(new Reply(
                         null,
                         new LeaseStoreException(
                                 "renew",
                                 what,
-                                new RedisCommandTimeoutException("no answer within " + wait.toMillis() + " ms"))));
+                                new RedisCommandTimeoutException(
+                                        "no answer within " + TimeUnit.NANOSECONDS.toMillis(waits[g]) + " ms"))));
             } catch (ExecutionException e) {
                 replies.add(new Reply(null, new LeaseStoreException("renew", what, e.getCause())));
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
+                reply.cancel(false);
                 replies.add(new Reply(null, new LeaseStoreException("renew", what, e)));
             }
         }
         return replies;
+    }
+
+    /**
+     * How long one slot group's answer is waited for: a third of its shortest lease, or the
+     * client's timeout when that is set (above zero) and shorter; at least a millisecond.
+     */
+    static Duration groupWait(List<Renewal> group, Duration clientTimeout) {
+        Duration wait = group.stream()
+                .map(renewal -> renewal.leaseFor().dividedBy(3))
+                .min(Comparator.naturalOrder())
+                .orElseThrow();
+        if (clientTimeout != null && clientTimeout.compareTo(Duration.ZERO) > 0 && clientTimeout.compareTo(wait) < 0) {
+            wait = clientTimeout;
+        }
+        return wait.compareTo(Duration.ofMillis(1)) < 0 ? Duration.ofMillis(1) : wait;
     }
 
     /** A group's answers from its script reply, in the group's order. */

@@ -21,6 +21,7 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -235,6 +236,41 @@ class RedisClusterRenewalTest {
         } finally {
             client.shutdown();
         }
+    }
+
+    @Test
+    void aClientWithoutACommandTimeoutRenewsABatchAcrossSlots() throws Exception {
+        // Lettuce takes a timeout of zero as "no timeout": it must not become a wait of nothing.
+        RedisClusterClient client = client(Duration.ZERO);
+        try (RedisLeaseStore store = RedisLeaseStore.builder(client).build()) {
+            Map<Integer, List<LockKey>> byNode = keysOnEveryNode("untimed-" + UUID.randomUUID(), 1);
+            String owner = LockOwner.create("holder").token();
+            List<Renewal> batch = new ArrayList<>();
+            for (int port : PORTS) {
+                LockKey key = byNode.get(port).get(0);
+                assertThat(store.tryAcquire(key, owner, Duration.ofSeconds(30)))
+                        .isInstanceOf(AcquireResult.Granted.class);
+                batch.add(new Renewal(key, owner, Duration.ofSeconds(30)));
+            }
+            assertThat(store.renewAll(batch)).as("each slot group renewed").allMatch(Optional::isPresent);
+        } finally {
+            client.shutdown();
+        }
+    }
+
+    @Test
+    void eachSlotGroupIsWaitedForByItsOwnShortestLeaseNotByAnotherGroups() {
+        LockKey key = LockKey.of("t", "k");
+        List<Renewal> shortAndLong =
+                List.of(new Renewal(key, "o", Duration.ofMillis(300)), new Renewal(key, "p", Duration.ofSeconds(60)));
+        List<Renewal> longOnly = List.of(new Renewal(key, "p", Duration.ofSeconds(60)));
+        assertThat(RedisRenewals.groupWait(shortAndLong, Duration.ofSeconds(20)))
+                .isEqualTo(Duration.ofMillis(100));
+        assertThat(RedisRenewals.groupWait(longOnly, Duration.ofSeconds(10))).isEqualTo(Duration.ofSeconds(10));
+        assertThat(RedisRenewals.groupWait(longOnly, Duration.ZERO))
+                .as("no client timeout")
+                .isEqualTo(Duration.ofSeconds(20));
+        assertThat(RedisRenewals.groupWait(longOnly, Duration.ofSeconds(-1))).isEqualTo(Duration.ofSeconds(20));
     }
 
     private static long lost(List<LeaseEvent> events, int from, Set<LockKey> keys) {
