@@ -49,6 +49,26 @@ public final class ProfileDriver {
         return byGroup;
     }
 
+    /** Bytes allocated by the live Java threads, summed by name with digits dropped. */
+    private static java.util.Map<String, Long> threadAllocated() {
+        com.sun.management.ThreadMXBean threads =
+                (com.sun.management.ThreadMXBean) java.lang.management.ManagementFactory.getThreadMXBean();
+        java.util.Map<String, Long> byGroup = new java.util.TreeMap<>();
+        for (long id : threads.getAllThreadIds()) {
+            java.lang.management.ThreadInfo info = threads.getThreadInfo(id);
+            long bytes = threads.getThreadAllocatedBytes(id);
+            if (info != null && bytes > 0) {
+                byGroup.merge(info.getThreadName().replaceAll("[0-9]+", "N"), bytes, Long::sum);
+            }
+        }
+        return byGroup;
+    }
+
+    private static long currentThreadAllocated() {
+        return ((com.sun.management.ThreadMXBean) java.lang.management.ManagementFactory.getThreadMXBean())
+                .getCurrentThreadAllocatedBytes();
+    }
+
     public static void main(String[] args) throws Exception {
         String id = args[0];
         boolean busy = args[1].equals("busy");
@@ -96,6 +116,7 @@ public final class ProfileDriver {
         boolean noWait = Boolean.getBoolean("bench.noWait");
         AtomicLong operations = new AtomicLong();
         AtomicLong workerCpuAtEnd = new AtomicLong();
+        AtomicLong workerAllocatedAtEnd = new AtomicLong();
         com.sun.management.OperatingSystemMXBean os = (com.sun.management.OperatingSystemMXBean)
                 java.lang.management.ManagementFactory.getOperatingSystemMXBean();
         double warmup = Double.parseDouble(System.getProperty("bench.warmup", "4"));
@@ -121,6 +142,7 @@ public final class ProfileDriver {
                             }
                             operations.incrementAndGet();
                         }
+                        workerAllocatedAtEnd.addAndGet(currentThreadAllocated());
                         workerCpuAtEnd.addAndGet(java.lang.management.ManagementFactory.getThreadMXBean()
                                 .getCurrentThreadCpuTime());
                     } catch (Exception e) {
@@ -135,6 +157,8 @@ public final class ProfileDriver {
         Thread.sleep((long) (warmup * 1000));
         long cpuBefore = os.getProcessCpuTime();
         java.util.Map<String, Long> threadsBefore = threadCpu();
+        java.util.Map<String, Long> allocatedBefore = threadAllocated();
+        allocatedBefore.put("callers", allocatedBefore.getOrDefault("callers-N", 0L));
         threadsBefore.put("callers", threadsBefore.getOrDefault("callers-N", 0L));
         long gcBefore = gcMillis();
         long operationsBefore = operations.get();
@@ -149,6 +173,10 @@ public final class ProfileDriver {
         }
         long cpu = os.getProcessCpuTime() - cpuBefore;
         java.util.Map<String, Long> threadsAfter = threadCpu();
+        java.util.Map<String, Long> allocatedAfter = threadAllocated();
+        allocatedAfter.put("callers", workerAllocatedAtEnd.get());
+        allocatedAfter.remove("callers-N");
+        allocatedBefore.remove("callers-N");
         threadsAfter.put("callers", workerCpuAtEnd.get());
         threadsAfter.remove("callers-N");
         threadsBefore.remove("callers-N");
@@ -177,6 +205,21 @@ public final class ProfileDriver {
                 perThread,
                 (cpu - javaThreads) / 1000.0 / Math.max(1, measured),
                 gc);
+        long allocatedTotal = 0;
+        StringBuilder allocatedPerThread = new StringBuilder();
+        for (var e : allocatedAfter.entrySet()) {
+            long d = e.getValue() - allocatedBefore.getOrDefault(e.getKey(), 0L);
+            if (d > 0) {
+                allocatedTotal += d;
+                allocatedPerThread.append(
+                        String.format(Locale.ROOT, " %s %.0f", e.getKey(), d / (double) Math.max(1, measured)));
+            }
+        }
+        System.out.printf(
+                Locale.ROOT,
+                "  bytes allocated per operation: %.0f; by thread group:%s%n",
+                allocatedTotal / (double) Math.max(1, measured),
+                allocatedPerThread);
         long mariaDbStatements = -1;
         if (backend.equals("mariadb")) {
             mariaDbStatements = id.endsWith("-floor")
