@@ -20,7 +20,7 @@ import org.slf4j.LoggerFactory;
 
 /**
  * One grant from the store to one holder, shared by every re-entrant hold of it. Owns the renewal
- * and the expiry watch.
+ * and the expiry watch, on one timer entry.
  *
  * <p>Threads: the timer only decides (a renewal is due, the local deadline passed) and never calls
  * the store; each lease has one timer entry at a time, at its next renewal or its local deadline; renewals run on the engine's renewal workers, on their own or in a store batch. The state and the loss cause change
