@@ -2,6 +2,8 @@ package dev.leasehold;
 
 import dev.leasehold.spi.Grant;
 import dev.leasehold.spi.Renewal;
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
@@ -18,10 +20,10 @@ import org.slf4j.LoggerFactory;
 
 /**
  * One grant from the store to one holder, shared by every re-entrant hold of it. Owns the renewal
- * and the expiry watch.
+ * and the expiry watch, on one timer entry.
  *
  * <p>Threads: the timer only decides (a renewal is due, the local deadline passed) and never calls
- * the store; renewals run on the engine's renewal workers, on their own or in a store batch. The state and the loss cause change
+ * the store; each lease has one timer entry at a time, at its next renewal or its local deadline; renewals run on the engine's renewal workers, on their own or in a store batch. The state and the loss cause change
  * together in one compare-and-set, so a loss is never seen without its cause. No lock is taken:
  * {@code close()} switches the state to RELEASED and calls the store at once, whatever renewal is
  * in flight, and a renewal reply that arrives later sees RELEASED and is dropped.
@@ -54,12 +56,33 @@ final class HeldLease {
     private final AtomicInteger holds = new AtomicInteger(1);
     private final AtomicReference<Status> status = new AtomicReference<>(HELD);
     private volatile long deadlineNanos;
-    private boolean firstRenewalArmed; // set on the caller's thread at start, before any renewal runs
     private volatile Instant validUntil;
     private final List<LostCallback> lostCallbacks = new CopyOnWriteArrayList<>();
-    private volatile LeaseTimer.Entry renewalDue;
-    private volatile LeaseTimer.Entry expiryWatch;
+    /** What the timer runs for this lease: one method reference, made once. */
+    private final Runnable onTimer = this::timerRings;
+    /**
+     * The lease's one timer entry: at its next renewal's due time or at its local deadline,
+     * whichever comes first. Swapped, never locked (see {@link #arm}).
+     */
+    private volatile LeaseTimer.Entry timer;
+    /** When the next renewal falls due; {@link #NO_RENEWAL} while renewal is off or one is in flight. */
+    private volatile long renewalDueNanos = NO_RENEWAL;
+
     private volatile Future<?> renewalInFlight;
+
+    private static final long NO_RENEWAL = Long.MIN_VALUE;
+    private static final VarHandle TIMER;
+    private static final VarHandle RENEWAL_DUE;
+
+    static {
+        try {
+            MethodHandles.Lookup lookup = MethodHandles.lookup();
+            TIMER = lookup.findVarHandle(HeldLease.class, "timer", LeaseTimer.Entry.class);
+            RENEWAL_DUE = lookup.findVarHandle(HeldLease.class, "renewalDueNanos", long.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
 
     HeldLease(
             LeaseHost host,
@@ -83,67 +106,105 @@ final class HeldLease {
         this.validUntil = grant.expiresAt();
     }
 
-    /** Arms the renewal (if asked for) and the expiry watch. */
+    /**
+     * Arms the lease's one timer entry: at the first renewal (if asked for), which comes before the
+     * local deadline, else at the deadline. The entry decides what is due when it rings; the
+     * deadline is watched whenever no renewal is due before it.
+     */
     void start() {
         if (options.renewal()) {
-            scheduleRenewal();
+            // The first one at most half the grant's validity away: a grant shorter than its
+            // lease time (a store that hands a waiter the key for the rest of its queue place)
+            // becomes a full lease in time. Later ones (and retries) keep the lease/3 period.
+            long now = host.nanos();
+            renewalDueNanos = now + Math.min(renewalPeriod(), Math.max(1, (deadlineNanos - now) / 2));
         }
-        scheduleExpiryWatch();
+        arm();
     }
 
     private long renewalPeriod() {
         return Math.max(1, options.leaseFor().toNanos() / 3);
     }
 
+    /** After a renewal's answer (or failure): the next one a period from now. */
     private void scheduleRenewal() {
         if (status.get().state() != State.HELD) {
             return;
         }
-        long delay = renewalPeriod();
-        if (!firstRenewalArmed) {
-            // The first one at most half the grant's validity away: a grant shorter than its
-            // lease time (a store that hands a waiter the key for the rest of its queue place)
-            // becomes a full lease in time. Later ones (and retries) keep the lease/3 period.
-            firstRenewalArmed = true;
-            delay = Math.min(delay, Math.max(1, (deadlineNanos - host.nanos()) / 2));
-        }
-        renewalDue = host.schedule(this::renewalFallsDue, delay);
-        if (status.get().state() != State.HELD) {
-            cancelTasks(false);
+        renewalDueNanos = host.nanos() + renewalPeriod();
+        arm();
+    }
+
+    /** When the entry must ring: the next renewal or the local deadline, whichever comes first. */
+    private long dueAt() {
+        long renewal = renewalDueNanos;
+        long deadline = deadlineNanos;
+        return renewal != NO_RENEWAL && renewal - deadline < 0 ? renewal : deadline;
+    }
+
+    /**
+     * Sets the timer entry for {@link #dueAt} in place of the one set before, without a lock: the
+     * new entry is swapped in and the one it replaces cancelled, so every entry made is either the
+     * current one or cancelled. A thread that swapped in an entry computed from fields another
+     * thread changed meanwhile sees the change after its swap and sets the entry again; once the
+     * lease is no longer held, the entry is taken out (its end, {@link #cancelTasks}, takes out
+     * whatever entry it finds after the state changed).
+     */
+    private void arm() {
+        while (true) {
+            long at = dueAt();
+            LeaseTimer.Entry previous =
+                    (LeaseTimer.Entry) TIMER.getAndSet(this, host.schedule(onTimer, at - host.nanos()));
+            if (previous != null) {
+                previous.cancel();
+            }
+            if (status.get().state() != State.HELD) {
+                cancelTimer();
+                return;
+            }
+            if (dueAt() == at) {
+                return;
+            }
         }
     }
 
-    private void scheduleExpiryWatch() {
-        expiryWatch = host.schedule(this::checkExpiry, deadlineNanos - host.nanos());
+    private void cancelTimer() {
+        LeaseTimer.Entry entry = (LeaseTimer.Entry) TIMER.getAndSet(this, null);
+        if (entry != null) {
+            entry.cancel();
+        }
     }
 
-    /** On the timer: hand the renewal to a worker or a batch; never call the store here. */
-    private void renewalFallsDue() {
+    /**
+     * On the timer: the lease is lost when the local deadline passed without a confirmed renewal;
+     * else a renewal that fell due is handed to a worker or a batch (never calling the store here),
+     * and the entry is set again (at the deadline while that renewal is in flight).
+     */
+    private void timerRings() {
         if (status.get().state() != State.HELD) {
             return;
         }
+        long now = host.nanos();
+        if (deadlineNanos - now <= 0) {
+            markLost(
+                    options.renewal()
+                            ? "no renewal was confirmed by the store before the lease expired"
+                            : "the lease expired (renewal was off)");
+            return;
+        }
+        long due = renewalDueNanos;
+        boolean renew = due != NO_RENEWAL && due - now <= 0 && RENEWAL_DUE.compareAndSet(this, due, NO_RENEWAL);
+        arm();
+        if (!renew) {
+            return;
+        }
         try {
-            renewalInFlight = host.requestRenewal(this, host.nanos());
+            renewalInFlight = host.requestRenewal(this, now);
         } catch (RejectedExecutionException e) {
             // The service is closing.
         }
         if (status.get().state() != State.HELD) {
             cancelTasks(false);
-        }
-    }
-
-    /** On the timer: the lease is lost when the local deadline passes without a confirmed renewal. */
-    private void checkExpiry() {
-        if (status.get().state() != State.HELD) {
-            return;
-        }
-        if (deadlineNanos - host.nanos() > 0) {
-            scheduleExpiryWatch();
-        } else {
-            markLost(
-                    options.renewal()
-                            ? "no renewal was confirmed by the store before the lease expired"
-                            : "the lease expired (renewal was off)");
         }
     }
 
@@ -245,14 +306,7 @@ final class HeldLease {
     }
 
     private void cancelTasks(boolean interruptRenewal) {
-        LeaseTimer.Entry due = renewalDue;
-        if (due != null) {
-            due.cancel();
-        }
-        LeaseTimer.Entry watch = expiryWatch;
-        if (watch != null) {
-            watch.cancel();
-        }
+        cancelTimer();
         Future<?> inFlight = renewalInFlight;
         if (inFlight != null) {
             // At the deadline a hung renewal is abandoned, which frees its worker; at release it is

@@ -266,7 +266,7 @@ final class KeyAcquirer {
      */
     static String grantToken(String ownerToken) {
         if (ownerToken == null) {
-            return LockOwner.randomToken();
+            return LockOwner.grantToken();
         }
         String base = ownerToken.substring(0, Math.min(ownerToken.length(), MAX_TOKEN - SUFFIX));
         return base + "."

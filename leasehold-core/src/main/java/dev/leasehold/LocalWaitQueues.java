@@ -56,7 +56,8 @@ final class LocalWaitQueues {
     final class WaitQueue {
         final LockKey key;
         final ReentrantLock lock = new ReentrantLock();
-        final ArrayDeque<Waiter> waiters = new ArrayDeque<>(); // guarded by lock
+        // room for two before it grows: most keys have one waiter at a time
+        final ArrayDeque<Waiter> waiters = new ArrayDeque<>(2); // guarded by lock
         boolean retired; // guarded by lock
         boolean subscribeClaimed; // guarded by lock
         ReleaseSubscription subscription; // guarded by lock

@@ -137,12 +137,38 @@ public final class LockKey implements Comparable<LockKey> {
         }
         List<String> checked = new ArrayList<>(ids.length);
         for (int i = 0; i < ids.length; i++) {
-            checked.add(checkPart("id[" + i + "]", ids[i]));
+            checked.add(checkPart(null, i, ids[i]));
         }
         return Collections.unmodifiableList(checked);
     }
 
     private static String checkPart(String name, String value) {
+        return checkPart(name, -1, value);
+    }
+
+    /** Checks a part named {@code name}, or, when it is null, id part {@code id} (named only in an error). */
+    private static String checkPart(String name, int id, String value) {
+        if (value == null || !plain(value)) {
+            return checkPartSlowly(name != null ? name : "id[" + id + "]", value);
+        }
+        return value;
+    }
+
+    /** Whether every character of a non-empty part is printable ASCII other than a space and the reserved ones. */
+    private static boolean plain(String value) {
+        if (value.isEmpty()) {
+            return false;
+        }
+        for (int i = 0; i < value.length(); i++) {
+            char c = value.charAt(i);
+            if (c <= ' ' || c >= 0x7f || c == SEPARATOR || c == '{' || c == '}') {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    private static String checkPartSlowly(String name, String value) {
         if (value == null) {
             throw new IllegalArgumentException("lock key part " + name + " is missing (null)");
         }

@@ -1,5 +1,6 @@
 package dev.leasehold;
 
+import java.security.SecureRandom;
 import java.util.HexFormat;
 import java.util.Objects;
 import java.util.UUID;
@@ -53,6 +54,18 @@ public final class LockOwner {
         HexFormat hex = HexFormat.of();
         return hex.toHexDigits(uuid.getMostSignificantBits()) + hex.toHexDigits(uuid.getLeastSignificantBits());
     }
+
+    /**
+     * A token of 128 bits from the secure random source, in 32 hex digits: the token of one grant
+     * (see docs/design/engine.md), drawn on every acquire, also on the busy path.
+     */
+    static String grantToken() {
+        byte[] bits = new byte[16];
+        GRANT_TOKENS.nextBytes(bits);
+        return HexFormat.of().formatHex(bits);
+    }
+
+    private static final SecureRandom GRANT_TOKENS = new SecureRandom();
 
     /** The first characters of a token, safe to log. */
     public static String abbreviate(String token) {

@@ -2,6 +2,7 @@ package dev.leasehold.redis;
 
 import dev.leasehold.LockKey;
 import java.util.List;
+import java.util.Optional;
 
 /**
  * Names the Redis keys and channels of one lock. All carry one hash tag (the rendered key, or the
@@ -11,7 +12,7 @@ import java.util.List;
  */
 final class RedisKeys {
 
-    private static final String RELEASED = ":released";
+    static final String RELEASED = ":released";
     static final String LISTENING = ":listening";
     static final String FENCE = ":fence";
 
@@ -22,9 +23,8 @@ final class RedisKeys {
     }
 
     String lease(LockKey key) {
-        return key.hashTag()
-                .map(tag -> prefix + "{" + tag + "}{" + key.render() + "}")
-                .orElseGet(() -> prefix + "{" + key.render() + "}");
+        Optional<String> tag = key.hashTag(); // empty: a shared instance, nothing allocated
+        return tag.isEmpty() ? prefix + "{" + key.render() + "}" : prefix + "{" + tag.get() + "}{" + key.render() + "}";
     }
 
     /** The rendered lock key of a lease key named by {@link #lease}. */

@@ -158,8 +158,15 @@ public final class RedisLeaseStore implements LeaseStore {
         List<Object> reply = writes.write(
                 "acquire",
                 key.render(),
-                commands ->
-                        queue.acquire(commands, keys, key, owner, millis, counterTtl, notices.waitsFor(key), request),
+                commands -> queue.acquire(
+                        commands,
+                        keys,
+                        key,
+                        owner,
+                        millis,
+                        counterTtl,
+                        request == null && notices.waitsFor(key), // asked only without a request
+                        request),
                 granted -> asLong(granted.get(0)) == 1,
                 granted -> {
                     if (asLong(granted.get(5)) == 1) {
@@ -191,15 +198,7 @@ public final class RedisLeaseStore implements LeaseStore {
         }
         checkOwner(request.key(), request.owner());
         return queue.acquireAsync(
-                        async,
-                        keys,
-                        request.key(),
-                        request.owner(),
-                        millis(request.leaseFor()),
-                        counterTtl,
-                        notices.waitsFor(request.key()),
-                        request)
-                .thenApply(RedisReplies::acquireResult);
+                async, keys, request.key(), request.owner(), millis(request.leaseFor()), counterTtl, request);
     }
 
     /**

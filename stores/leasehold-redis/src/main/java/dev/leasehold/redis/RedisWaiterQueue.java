@@ -3,13 +3,17 @@ package dev.leasehold.redis;
 import dev.leasehold.LeaseStoreException;
 import dev.leasehold.LockKey;
 import dev.leasehold.spi.AcquireRequest;
+import dev.leasehold.spi.AcquireResult;
 import dev.leasehold.spi.WaiterPolicy;
 import io.lettuce.core.RedisException;
-import io.lettuce.core.ScriptOutputType;
-import io.lettuce.core.api.async.RedisScriptingAsyncCommands;
-import io.lettuce.core.api.sync.RedisScriptingCommands;
+import io.lettuce.core.api.async.BaseRedisAsyncCommands;
+import io.lettuce.core.api.sync.BaseRedisCommands;
 import io.lettuce.core.cluster.api.async.RedisClusterAsyncCommands;
 import io.lettuce.core.cluster.api.sync.RedisClusterCommands;
+import io.lettuce.core.codec.StringCodec;
+import io.lettuce.core.output.CommandOutput;
+import io.lettuce.core.output.IntegerOutput;
+import io.lettuce.core.output.NestedMultiOutput;
 import java.time.Duration;
 import java.util.HexFormat;
 import java.util.List;
@@ -18,6 +22,7 @@ import java.util.concurrent.CompletionStage;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -38,6 +43,28 @@ final class RedisWaiterQueue {
     static final Script BARGING_ACQUIRE = Script.joined("acquire", "fence", "queue", "acquire");
 
     static final Script BARGING_RELEASE = Script.joined("release", "fence", "queue", "release");
+
+    /** The acquire scripts' keys, after the lease key: fence counter, queue, queue entries. */
+    private static final byte[][] ACQUIRE_KEYS = {
+        ScriptArgs.suffix(""),
+        ScriptArgs.suffix(RedisKeys.FENCE),
+        ScriptArgs.suffix(":queue"),
+        ScriptArgs.suffix(":waiters")
+    };
+    /** The release scripts' keys: the acquire scripts' and the listening mark. */
+    private static final byte[][] RELEASE_KEYS = {
+        ACQUIRE_KEYS[0], ACQUIRE_KEYS[1], ACQUIRE_KEYS[2], ACQUIRE_KEYS[3], ScriptArgs.suffix(RedisKeys.LISTENING)
+    };
+
+    private static final Script.Heads ACQUIRE_HEADS = ACQUIRE.heads(ACQUIRE_KEYS.length);
+    private static final Script.Heads RELEASE_HEADS = RELEASE.heads(RELEASE_KEYS.length);
+    private static final Script.Heads BARGING_ACQUIRE_HEADS = BARGING_ACQUIRE.heads(ACQUIRE_KEYS.length);
+    private static final Script.Heads BARGING_RELEASE_HEADS = BARGING_RELEASE.heads(RELEASE_KEYS.length);
+
+    private static final Supplier<CommandOutput<String, String, List<Object>>> MULTI =
+            () -> new NestedMultiOutput<>(StringCodec.UTF8);
+    private static final Supplier<CommandOutput<String, String, Long>> INTEGER =
+            () -> new IntegerOutput<>(StringCodec.UTF8);
 
     private static final Logger log = LoggerFactory.getLogger(RedisWaiterQueue.class);
     private static final int MEMORY = 4096;
@@ -185,14 +212,6 @@ final class RedisWaiterQueue {
         return new String[] {lease, lease + RedisKeys.FENCE, lease + ":queue", lease + ":waiters"};
     }
 
-    /** The release scripts' keys: {@link #keys} and the key's listening mark. */
-    static String[] releaseKeys(RedisKeys keys, LockKey key) {
-        String lease = keys.lease(key);
-        return new String[] {
-            lease, lease + RedisKeys.FENCE, lease + ":queue", lease + ":waiters", lease + RedisKeys.LISTENING
-        };
-    }
-
     /**
      * One acquire's ask: what was known before the script, and the script's arguments. {@code
      * untilPlace} is how long until a refused waiter is due a place; {@code waiting} whether it will
@@ -209,7 +228,7 @@ final class RedisWaiterQueue {
             List<Object> pushed) {}
 
     List<Object> acquire(
-            RedisScriptingCommands<String, String> redis,
+            BaseRedisCommands<String, String> redis,
             RedisKeys keys,
             LockKey key,
             String owner,
@@ -224,27 +243,32 @@ final class RedisWaiterQueue {
         return answered(
                 ask,
                 acquireScript()
-                        .run(redis, ScriptOutputType.MULTI, keys(keys, key), args(keys, key, ask, millis, counterTtl)));
+                        .run(redis, MULTI, acquireHeads(), acquireArgs(keys.lease(key), ask, millis, counterTtl)));
     }
 
-    /** {@link #acquire} with the script sent on asynchronous commands: no thread waits for the reply. */
-    CompletionStage<List<Object>> acquireAsync(
-            RedisScriptingAsyncCommands<String, String> redis,
+    /**
+     * {@link #acquire} with the script sent on asynchronous commands: no thread waits for the
+     * reply, which becomes the result on the client's I/O thread in the step that receives it.
+     */
+    CompletionStage<AcquireResult> acquireAsync(
+            BaseRedisAsyncCommands<String, String> redis,
             RedisKeys keys,
             LockKey key,
             String owner,
             String millis,
             String counterTtl,
-            boolean waitedFor,
             AcquireRequest request) {
-        Ask ask = ask(keys, key, owner, millis, waitedFor, request);
+        Ask ask = ask(keys, key, owner, millis, false, request);
         if (ask.pushed() != null) {
-            return CompletableFuture.completedFuture(ask.pushed());
+            return CompletableFuture.completedFuture(RedisReplies.acquireResult(ask.pushed()));
         }
         return acquireScript()
-                .<List<Object>>runAsync(
-                        redis, ScriptOutputType.MULTI, keys(keys, key), args(keys, key, ask, millis, counterTtl))
-                .thenApply(reply -> answered(ask, reply));
+                .runAsync(
+                        redis,
+                        MULTI,
+                        acquireHeads(),
+                        acquireArgs(keys.lease(key), ask, millis, counterTtl),
+                        reply -> RedisReplies.acquireResult(answered(ask, reply)));
     }
 
     /**
@@ -277,12 +301,31 @@ final class RedisWaiterQueue {
                 owner, sent, before, policy.takesPlace(request), waiting, policy.untilPlace(request), remember, null);
     }
 
-    private String[] args(RedisKeys keys, LockKey key, Ask ask, String millis, String counterTtl) {
-        String wake = sharded ? keys.channel(key) : wakeChannel;
+    /** One acquire's keys (named from {@code lease}, the key's lease hash) and arguments. */
+    private ScriptArgs acquireArgs(String lease, Ask ask, String millis, String counterTtl) {
+        String wake = sharded ? lease + RedisKeys.RELEASED : wakeChannel;
         String join = ask.join() ? "1" : "0";
         return policy.fair()
-                ? new String[] {ask.owner(), millis, queueTtlMillis, wake, join, counterTtl}
-                : new String[] {ask.owner(), millis, counterTtl, join, queueTtlMillis, wake};
+                ? ScriptArgs.of(
+                        ACQUIRE_HEADS.sha(),
+                        lease,
+                        ACQUIRE_KEYS,
+                        ask.owner(),
+                        millis,
+                        queueTtlMillis,
+                        wake,
+                        join,
+                        counterTtl)
+                : ScriptArgs.of(
+                        BARGING_ACQUIRE_HEADS.sha(),
+                        lease,
+                        ACQUIRE_KEYS,
+                        ask.owner(),
+                        millis,
+                        counterTtl,
+                        join,
+                        queueTtlMillis,
+                        wake);
     }
 
     private List<Object> answered(Ask ask, List<Object> reply) {
@@ -329,22 +372,13 @@ final class RedisWaiterQueue {
     }
 
     Long release(
-            RedisScriptingCommands<String, String> redis,
-            RedisKeys keys,
-            LockKey key,
-            String owner,
-            String counterTtl) {
-        return releaseScript()
-                .run(
-                        redis,
-                        ScriptOutputType.INTEGER,
-                        releaseKeys(keys, key),
-                        releaseArgs(keys, key, owner, counterTtl));
+            BaseRedisCommands<String, String> redis, RedisKeys keys, LockKey key, String owner, String counterTtl) {
+        return releaseScript().run(redis, INTEGER, releaseHeads(), releaseArgs(keys.lease(key), owner, counterTtl));
     }
 
     /** {@link #release} with the script sent on asynchronous commands: no thread waits for the reply. */
     CompletionStage<Long> releaseAsync(
-            RedisScriptingAsyncCommands<String, String> redis,
+            BaseRedisAsyncCommands<String, String> redis,
             RedisKeys keys,
             LockKey key,
             String owner,
@@ -352,9 +386,10 @@ final class RedisWaiterQueue {
         return releaseScript()
                 .runAsync(
                         redis,
-                        ScriptOutputType.INTEGER,
-                        releaseKeys(keys, key),
-                        releaseArgs(keys, key, owner, counterTtl));
+                        INTEGER,
+                        releaseHeads(),
+                        releaseArgs(keys.lease(key), owner, counterTtl),
+                        reply -> reply);
     }
 
     /** The acquire script of this queue's mode. */
@@ -367,11 +402,18 @@ final class RedisWaiterQueue {
         return policy.fair() ? RELEASE : BARGING_RELEASE;
     }
 
-    private String[] releaseArgs(RedisKeys keys, LockKey key, String owner, String counterTtl) {
-        String publish = sharded ? "SPUBLISH" : "PUBLISH";
-        return policy.fair()
-                ? new String[] {owner, keys.channel(key), counterTtl, publish}
-                : new String[] {owner, keys.channel(key), publish, counterTtl};
+    /** One release's keys (named from {@code lease}) and arguments (its channel is named in the script). */
+    private ScriptArgs releaseArgs(String lease, String owner, String counterTtl) {
+        return ScriptArgs.of(
+                releaseHeads().sha(), lease, RELEASE_KEYS, owner, counterTtl, sharded ? "SPUBLISH" : "PUBLISH");
+    }
+
+    private Script.Heads acquireHeads() {
+        return policy.fair() ? ACQUIRE_HEADS : BARGING_ACQUIRE_HEADS;
+    }
+
+    private Script.Heads releaseHeads() {
+        return policy.fair() ? RELEASE_HEADS : BARGING_RELEASE_HEADS;
     }
 
     private void remember(String owner, Asked before, long sent) {

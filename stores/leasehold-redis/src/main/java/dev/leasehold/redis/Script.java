@@ -3,8 +3,12 @@ package dev.leasehold.redis;
 import io.lettuce.core.RedisException;
 import io.lettuce.core.RedisNoScriptException;
 import io.lettuce.core.ScriptOutputType;
+import io.lettuce.core.api.async.BaseRedisAsyncCommands;
 import io.lettuce.core.api.async.RedisScriptingAsyncCommands;
+import io.lettuce.core.api.sync.BaseRedisCommands;
 import io.lettuce.core.api.sync.RedisScriptingCommands;
+import io.lettuce.core.output.CommandOutput;
+import io.lettuce.core.protocol.CommandType;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
@@ -15,6 +19,8 @@ import java.util.HexFormat;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.CompletionStage;
+import java.util.function.Function;
+import java.util.function.Supplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -103,12 +109,75 @@ final class Script {
     <T> CompletionStage<T> runAsync(
             RedisScriptingAsyncCommands<String, String> redis, ScriptOutputType type, String[] keys, String... args) {
         return redis.<T>evalsha(sha, type, keys, args).exceptionallyCompose(failure -> {
-            Throwable cause =
-                    failure instanceof CompletionException && failure.getCause() != null ? failure.getCause() : failure;
+            Throwable cause = unwrap(failure);
             return cause instanceof RedisNoScriptException
                     ? redis.<T>eval(body, type, keys, args)
                     : CompletableFuture.failedStage(cause);
         });
+    }
+
+    /** The encoded heads of this script's calls with a given number of keys: by SHA-1, and whole. */
+    record Heads(byte[] sha, byte[] body) {}
+
+    /** The heads of this script's calls with {@code keys} keys, for {@link ScriptArgs}. */
+    Heads heads(int keys) {
+        return new Heads(ScriptArgs.head(sha, keys), ScriptArgs.head(body, keys));
+    }
+
+    /** As {@link #run}, with arguments written straight into the client's buffer ({@link ScriptArgs}). */
+    <T> T run(
+            BaseRedisCommands<String, String> redis,
+            Supplier<CommandOutput<String, String, T>> output,
+            Heads heads,
+            ScriptArgs args) {
+        try {
+            return redis.dispatch(CommandType.EVALSHA, output.get(), args);
+        } catch (RedisNoScriptException e) {
+            return redis.dispatch(CommandType.EVAL, output.get(), args.withHead(heads.body()));
+        }
+    }
+
+    /**
+     * As {@link #run}, without waiting: {@code reply} turns the script's reply into the stage's
+     * value on the client's I/O thread, in the same step that receives it (one stage per call, not
+     * one per step).
+     */
+    <T, R> CompletableFuture<R> runAsync(
+            BaseRedisAsyncCommands<String, String> redis,
+            Supplier<CommandOutput<String, String, T>> output,
+            Heads heads,
+            ScriptArgs args,
+            Function<T, R> reply) {
+        CompletableFuture<R> result = new CompletableFuture<>();
+        redis.dispatch(CommandType.EVALSHA, output.get(), args).whenComplete((value, failure) -> {
+            if (failure == null) {
+                complete(result, reply, value);
+            } else if (unwrap(failure) instanceof RedisNoScriptException) {
+                redis.dispatch(CommandType.EVAL, output.get(), args.withHead(heads.body()))
+                        .whenComplete((loaded, again) -> {
+                            if (again == null) {
+                                complete(result, reply, loaded);
+                            } else {
+                                result.completeExceptionally(unwrap(again));
+                            }
+                        });
+            } else {
+                result.completeExceptionally(unwrap(failure));
+            }
+        });
+        return result;
+    }
+
+    private static <T, R> void complete(CompletableFuture<R> result, Function<T, R> reply, T value) {
+        try {
+            result.complete(reply.apply(value));
+        } catch (RuntimeException e) {
+            result.completeExceptionally(e);
+        }
+    }
+
+    private static Throwable unwrap(Throwable failure) {
+        return failure instanceof CompletionException && failure.getCause() != null ? failure.getCause() : failure;
     }
 
     /** The SHA-1 of the text in lower-case hex, as Redis names scripts (and {@code redis.sha1hex}). */

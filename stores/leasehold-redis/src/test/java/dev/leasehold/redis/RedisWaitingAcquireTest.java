@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import dev.leasehold.Lease;
 import dev.leasehold.LeaseOptions;
 import dev.leasehold.LockKey;
+import dev.leasehold.LockOwner;
 import dev.leasehold.LockService;
 import io.lettuce.core.RedisClient;
 import io.lettuce.core.api.StatefulRedisConnection;
@@ -62,6 +63,28 @@ class RedisWaitingAcquireTest {
                 assertThat(store.inspect(key).orElseThrow().ownerToken()).isEqualTo(second.ownerToken());
             }
             assertThat(store.inspect(key)).as("released").isEmpty();
+        }
+    }
+
+    @Test
+    void aSingleTryAndAReleaseSendTheirScriptsWholeWhenTheServerHasForgottenThem() throws Exception {
+        try (StatefulRedisConnection<String, String> raw = client.connect();
+                RedisLeaseStore store = RedisLeaseStore.builder(client).build();
+                LockService locks = LockService.builder(store).build()) {
+            LockKey key = LockKey.of("waiting", "single-try");
+            Lease first = locks.tryAcquire(key, LeaseOptions.defaults()).orElseThrow();
+            assertThat(raw.sync().scriptFlush()).isEqualTo("OK");
+            assertThat(locks.tryAcquire(key, LeaseOptions.defaults(), LockOwner.create("another holder")))
+                    .as("busy, asked by the whole script")
+                    .isEmpty();
+            assertThat(raw.sync().scriptFlush()).isEqualTo("OK");
+            first.close();
+            assertThat(store.inspect(key)).as("released by the whole script").isEmpty();
+            assertThat(raw.sync().scriptFlush()).isEqualTo("OK");
+            try (Lease second = locks.tryAcquire(key, LeaseOptions.defaults()).orElseThrow()) {
+                assertThat(second.fence()).isGreaterThan(first.fence());
+                assertThat(store.inspect(key).orElseThrow().ownerToken()).isEqualTo(second.ownerToken());
+            }
         }
     }
 

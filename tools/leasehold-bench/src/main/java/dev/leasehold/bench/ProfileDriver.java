@@ -50,14 +50,24 @@ public final class ProfileDriver {
         return byGroup;
     }
 
-    /** Bytes allocated so far by the live Java threads. */
-    private static long allocatedBytes() {
-        var threads = (com.sun.management.ThreadMXBean) java.lang.management.ManagementFactory.getThreadMXBean();
-        long total = 0;
-        for (long bytes : threads.getThreadAllocatedBytes(threads.getAllThreadIds())) {
-            total += Math.max(0, bytes);
+    /** Bytes allocated by the live Java threads, summed by name with digits dropped. */
+    private static java.util.Map<String, Long> threadAllocated() {
+        com.sun.management.ThreadMXBean threads =
+                (com.sun.management.ThreadMXBean) java.lang.management.ManagementFactory.getThreadMXBean();
+        java.util.Map<String, Long> byGroup = new java.util.TreeMap<>();
+        for (long id : threads.getAllThreadIds()) {
+            java.lang.management.ThreadInfo info = threads.getThreadInfo(id);
+            long bytes = threads.getThreadAllocatedBytes(id);
+            if (info != null && bytes > 0) {
+                byGroup.merge(info.getThreadName().replaceAll("[0-9]+", "N"), bytes, Long::sum);
+            }
         }
-        return total;
+        return byGroup;
+    }
+
+    private static long currentThreadAllocated() {
+        return ((com.sun.management.ThreadMXBean) java.lang.management.ManagementFactory.getThreadMXBean())
+                .getCurrentThreadAllocatedBytes();
     }
 
     public static void main(String[] args) throws Exception {
@@ -109,7 +119,7 @@ public final class ProfileDriver {
         boolean noWait = Boolean.getBoolean("bench.noWait");
         AtomicLong operations = new AtomicLong();
         AtomicLong workerCpuAtEnd = new AtomicLong();
-        AtomicLong workerBytesAtEnd = new AtomicLong();
+        AtomicLong workerAllocatedAtEnd = new AtomicLong();
         com.sun.management.OperatingSystemMXBean os = (com.sun.management.OperatingSystemMXBean)
                 java.lang.management.ManagementFactory.getOperatingSystemMXBean();
         double warmup = Double.parseDouble(System.getProperty("bench.warmup", "4"));
@@ -135,11 +145,9 @@ public final class ProfileDriver {
                             }
                             operations.incrementAndGet();
                         }
+                        workerAllocatedAtEnd.addAndGet(currentThreadAllocated());
                         workerCpuAtEnd.addAndGet(java.lang.management.ManagementFactory.getThreadMXBean()
                                 .getCurrentThreadCpuTime());
-                        workerBytesAtEnd.addAndGet(((com.sun.management.ThreadMXBean)
-                                        java.lang.management.ManagementFactory.getThreadMXBean())
-                                .getCurrentThreadAllocatedBytes());
                     } catch (Exception e) {
                         throw new IllegalStateException(e);
                     }
@@ -152,9 +160,10 @@ public final class ProfileDriver {
         Thread.sleep((long) (warmup * 1000));
         long cpuBefore = os.getProcessCpuTime();
         java.util.Map<String, Long> threadsBefore = threadCpu();
+        java.util.Map<String, Long> allocatedBefore = threadAllocated();
+        allocatedBefore.put("callers", allocatedBefore.getOrDefault("callers-N", 0L));
         threadsBefore.put("callers", threadsBefore.getOrDefault("callers-N", 0L));
         long gcBefore = gcMillis();
-        long allocatedBefore = allocatedBytes();
         long operationsBefore = operations.get();
         long measureStart = System.nanoTime();
         for (Thread worker : workers) {
@@ -162,13 +171,16 @@ public final class ProfileDriver {
         }
         long measured = operations.get() - operationsBefore;
         // the callers have ended: their allocation was taken as each ended
-        long allocated = allocatedBytes() + workerBytesAtEnd.get() - allocatedBefore;
         double measuredSeconds = (System.nanoTime() - measureStart) / 1e9;
         if (held != null) {
             held.unlock();
         }
         long cpu = os.getProcessCpuTime() - cpuBefore;
         java.util.Map<String, Long> threadsAfter = threadCpu();
+        java.util.Map<String, Long> allocatedAfter = threadAllocated();
+        allocatedAfter.put("callers", workerAllocatedAtEnd.get());
+        allocatedAfter.remove("callers-N");
+        allocatedBefore.remove("callers-N");
         threadsAfter.put("callers", workerCpuAtEnd.get());
         threadsAfter.remove("callers-N");
         threadsBefore.remove("callers-N");
@@ -193,12 +205,25 @@ public final class ProfileDriver {
                 cpu / 1000.0 / Math.max(1, measured));
         System.out.printf(
                 Locale.ROOT,
-                "  µs per operation by thread group:%s; JVM-internal (GC, JIT) %.1f; GC pauses %d ms;"
-                        + " allocated %.0f bytes per operation (live threads)%n",
+                "  µs per operation by thread group:%s; JVM-internal (GC, JIT) %.1f; GC pauses %d ms%n",
                 perThread,
                 (cpu - javaThreads) / 1000.0 / Math.max(1, measured),
-                gc,
-                allocated / (double) Math.max(1, measured));
+                gc);
+        long allocatedTotal = 0;
+        StringBuilder allocatedPerThread = new StringBuilder();
+        for (var e : allocatedAfter.entrySet()) {
+            long d = e.getValue() - allocatedBefore.getOrDefault(e.getKey(), 0L);
+            if (d > 0) {
+                allocatedTotal += d;
+                allocatedPerThread.append(
+                        String.format(Locale.ROOT, " %s %.0f", e.getKey(), d / (double) Math.max(1, measured)));
+            }
+        }
+        System.out.printf(
+                Locale.ROOT,
+                "  bytes allocated per operation: %.0f; by thread group:%s%n",
+                allocatedTotal / (double) Math.max(1, measured),
+                allocatedPerThread);
         long mariaDbStatements = -1;
         if (backend.equals("mariadb")) {
             mariaDbStatements = id.endsWith("-floor")

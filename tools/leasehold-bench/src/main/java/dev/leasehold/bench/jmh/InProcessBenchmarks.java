@@ -43,6 +43,7 @@ public class InProcessBenchmarks {
     private final LockKey key = LockKey.ofTenant("borrow", "t42", "B20240315001");
     private final LeaseOptions options = LeaseOptions.builder().renewal(false).build();
     private int counter;
+    private static final LeaseOptions WAITING = LeaseOptions.defaults().withWait(java.time.Duration.ofSeconds(5));
 
     @Setup(Level.Trial)
     public void setUp() {
@@ -67,6 +68,14 @@ public class InProcessBenchmarks {
     @Benchmark
     public long engineLockUnlockInMemory() {
         try (Lease lease = locks.tryAcquire(key, options).orElseThrow()) {
+            return lease.fence();
+        }
+    }
+
+    /** The path of a waiting lock (a wait of 5 s) with renewal, the one {@code ProfileDriver pairs} takes. */
+    @Benchmark
+    public long engineWaitingLockUnlockInMemory() throws InterruptedException {
+        try (Lease lease = locks.acquire(key, WAITING)) {
             return lease.fence();
         }
     }
