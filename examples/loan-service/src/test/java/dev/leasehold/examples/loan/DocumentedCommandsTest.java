@@ -93,6 +93,22 @@ class DocumentedCommandsTest {
                             + " -cp target/classes:$(cat target/cp.txt) dev.leasehold.bench.ProfileDriver leasehold-postgresql pairs 1 6",
                     "the SQL side-by-side profile: seconds of load per contender, measured, never asserted"),
             Map.entry(
+                    "cd tools/leasehold-bench && java -Dbench.warmup=12 -Dbench.postgres=jdbc:postgresql://127.0.0.1:5432/leasehold_bench"
+                            + " -cp target/classes:$(cat target/cp.txt) dev.leasehold.bench.ProfileDriver leasehold-postgresql pairs 1 8",
+                    "the SQL side-by-side profile on a quiet machine: measured, never asserted"),
+            Map.entry(
+                    "cd tools/leasehold-bench && java -Dbench.warmup=12 -Dbench.redis=redis://127.0.0.1:6391"
+                            + " -cp target/classes:$(cat target/cp.txt) dev.leasehold.bench.ProfileDriver leasehold-redis pairs 1 8",
+                    "the Redis side-by-side profile on a quiet machine, against a private redis-server: measured, never asserted"),
+            Map.entry(
+                    "java -cp tools/leasehold-bench/target/classes:$(cat tools/leasehold-bench/target/cp.txt)"
+                            + " org.openjdk.jmh.Main 'InProcessBenchmarks.engine' -prof gc -f 1 -wi 3 -i 3 -w 2s -r 2s",
+                    "the engine's allocation per operation under JMH: measured, never asserted"),
+            Map.entry(
+                    "java -Dbench.warmup=10 -Dbench.mariadb=jdbc:mariadb://127.0.0.1:33317/sqlfast_bench"
+                            + " -cp target/classes:$(cat target/cp.txt) dev.leasehold.bench.ProfileDriver leasehold-mariadb pairs 1 6",
+                    "the MariaDB profile against a private mariadbd started by hand: measured, never asserted"),
+            Map.entry(
                     "mvn -q -B -pl tools/leasehold-bench dependency:build-classpath -Dmdep.outputFile=cp.txt",
                     "sets up the JMH benchmarks, which are measured by hand, never asserted"),
             Map.entry(
