@@ -116,6 +116,11 @@ final class History {
         add(new Op(process, kind, key, owner, invoke, now(), fence, result, resource, effect));
     }
 
+    /** Records that {@code process}'s operation on {@code lease}, invoked at {@code invoke}, succeeded now. */
+    void ok(String process, Kind kind, Lease lease, long invoke) {
+        add(process, kind, lease.key().render(), lease.ownerToken(), invoke, lease.fence(), Result.OK, null, null);
+    }
+
     /** Records that {@code process} was told its {@code lease} is lost, now; returns when. */
     long lost(String process, Lease lease) {
         long at = now();

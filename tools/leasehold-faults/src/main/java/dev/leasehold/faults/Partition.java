@@ -724,16 +724,7 @@ final class Partition implements Scenario {
             long invoked = History.now();
             try {
                 Lease lease = service.acquire(key, options, owner);
-                history.add(
-                        process,
-                        Kind.ACQUIRE,
-                        key.render(),
-                        lease.ownerToken(),
-                        invoked,
-                        lease.fence(),
-                        Result.OK,
-                        null,
-                        null);
+                history.ok(process, Kind.ACQUIRE, lease, invoked);
                 return lease;
             } catch (LockBusyException e) {
                 history.add(process, Kind.ACQUIRE, key.render(), null, invoked, 0, Result.REFUSED, null, null);

@@ -282,24 +282,14 @@ final class PostgresFailover implements Scenario {
         long invoked = History.now();
         Lease lease = locks.acquire(
                 key, LeaseOptions.builder().leaseFor(leaseFor).waitFor(waitFor).build());
-        history.add(
-                process, Kind.ACQUIRE, key.render(), lease.ownerToken(), invoked, lease.fence(), Result.OK, null, null);
+        history.ok(process, Kind.ACQUIRE, lease, invoked);
         return lease;
     }
 
     private static void release(History history, String process, Lease lease) {
         long invoked = History.now();
         lease.close();
-        history.add(
-                process,
-                Kind.RELEASE,
-                lease.key().render(),
-                lease.ownerToken(),
-                invoked,
-                lease.fence(),
-                Result.OK,
-                null,
-                null);
+        history.ok(process, Kind.RELEASE, lease, invoked);
     }
 
     private static void expectAccepted(
@@ -396,16 +386,7 @@ final class PostgresFailover implements Scenario {
                 try {
                     Lease lease = locks.tryAcquire(key, options)
                             .orElseThrow(() -> new IllegalStateException(key.render() + " was busy"));
-                    history.add(
-                            process,
-                            Kind.ACQUIRE,
-                            key.render(),
-                            lease.ownerToken(),
-                            invoked,
-                            lease.fence(),
-                            Result.OK,
-                            null,
-                            null);
+                    history.ok(process, Kind.ACQUIRE, lease, invoked);
                     synchronized (acknowledged) {
                         acknowledged.add(lease);
                     }
