@@ -11,6 +11,7 @@ import dev.leasehold.faults.History.Kind;
 import dev.leasehold.faults.History.Op;
 import dev.leasehold.faults.History.Result;
 import dev.leasehold.jdbc.Database;
+import dev.leasehold.redis.RedisLeaseStore;
 import dev.leasehold.testkit.TcpProxy;
 import dev.leasehold.testkit.TcpProxy.Direction;
 import dev.leasehold.testkit.TestServices;
@@ -80,7 +81,9 @@ final class Partition implements Scenario {
 
     private static final Duration LONGEST_POLL = Duration.ofSeconds(1);
     private static final Duration SLACK = Duration.ofMillis(200);
-    private static final Duration REDIS_PLACE_TTL = Duration.ofMillis(300);
+    /** A's place in the key's queue: the Redis store's default mode is the fair one. */
+    private static final Duration REDIS_PLACE_TTL = RedisLeaseStore.DEFAULT_FAIR_QUEUE_TTL;
+
     private static final Duration SQL_PLACE_TTL = Duration.ofSeconds(2);
     private static final String TABLE = "fault_partition";
     /** How long A's release may block its caller while the answers are lost. */
