@@ -568,16 +568,68 @@ class LeaseEngineScheduleTest extends EngineHarness {
         ScriptedStore store = store(true);
         LockService service = service(store);
         // The renewal falls due at 10 s (a third of the lease); the store answers it 2 s later.
-        store.script(Op.RENEW, KEY, ScriptedStore.before(() -> time.advanceTickerOnly(Duration.ofSeconds(2))));
+        Gate gate = new Gate();
+        store.script(Op.RENEW, KEY, ScriptedStore.hang(gate));
         Lease lease =
                 service.tryAcquire(KEY, lease(Duration.ofSeconds(30), true)).orElseThrow();
         time.advance(Duration.ofSeconds(10));
+        gate.awaitEntered();
+        // Moved on only once advance() returned: it sets the clock to its target when it ends.
+        time.advanceTickerOnly(Duration.ofSeconds(2));
+        gate.open();
         awaitEvents(LeaseEventType.RENEWED, 1);
         assertThat(events)
                 .filteredOn(e -> e.type() == LeaseEventType.RENEWED)
                 .singleElement()
                 .satisfies(e -> assertThat(e.waited()).as("lag").isEqualTo(Duration.ofSeconds(2)));
         lease.close();
+    }
+
+    @Test
+    void aConfirmedRenewalFallsDueAgainAPeriodAfterItWasSentOrAPeriodAfterAnAnswerSlowerThanThat() throws Exception {
+        ScriptedStore store = store(true);
+        LockService service = service(store);
+        Gate quick = new Gate();
+        Gate slow = new Gate();
+        store.script(Op.RENEW, KEY, ScriptedStore.hang(quick), ScriptedStore.hang(slow));
+        Lease lease =
+                service.tryAcquire(KEY, lease(Duration.ofSeconds(30), true)).orElseThrow();
+        try {
+            time.advance(Duration.ofSeconds(10)); // t = 10 s: the first renewal is sent
+            quick.awaitEntered();
+            time.advanceTickerOnly(Duration.ofSeconds(2));
+            quick.open(); // answered at t = 12 s
+            awaitEvents(LeaseEventType.RENEWED, 1);
+            assertThat(timedWork(service))
+                    .as("the deadline's entry, set while the renewal was in flight, gave way to the next renewal's")
+                    .isOne();
+            // Leases renewed in one batch were sent together, so they fall due together again.
+            time.advance(ms(7999));
+            assertThat(store.count(Op.RENEW, KEY)).as("before t = 20 s").isEqualTo(1);
+            time.advance(ms(1)); // t = 20 s: a period after the first was sent
+            slow.awaitEntered();
+            time.advanceTickerOnly(Duration.ofSeconds(11));
+            slow.open(); // answered at t = 31 s, more than a period after it was sent
+            awaitEvents(LeaseEventType.RENEWED, 2);
+            time.advance(ms(9999));
+            assertThat(store.count(Op.RENEW, KEY))
+                    .as("a slow store is not asked back to back: not before t = 41 s")
+                    .isEqualTo(2);
+            time.advance(ms(1)); // t = 41 s: a period after the answer
+            store.awaitCall(Op.RENEW, KEY, 3);
+            awaitEvents(LeaseEventType.RENEWED, 3);
+            assertThat(events)
+                    .filteredOn(e -> e.type() == LeaseEventType.RENEWED)
+                    .last()
+                    .satisfies(e -> assertThat(e.waited())
+                            .as("the third renewal was sent when it fell due, not earlier")
+                            .isZero());
+            assertThat(lease.isHeld()).isTrue();
+        } finally {
+            quick.open();
+            slow.open();
+            lease.close();
+        }
     }
 
     @Test
