@@ -133,9 +133,10 @@ final class HeldLease {
 
     /**
      * After a renewal sent at {@code sentNanos} was confirmed: the next one a period after it was
-     * sent. The leases renewed in one batch were sent together, so they fall due together again
-     * and share one entry bucket of the timer ({@link LeaseTimer}); a confirmation that took longer
-     * than a period waits a period from now, so a slow store is not asked back to back.
+     * sent, but not before half a period after the confirmation. The leases renewed in one batch
+     * were sent together, so they fall due together again and share one entry bucket of the timer
+     * ({@link LeaseTimer}); a store slower than half a period is asked again half a period after
+     * it answered, never back to back.
      */
     private void scheduleRenewal(long sentNanos) {
         if (status.get().state() != State.HELD) {
@@ -144,7 +145,8 @@ final class HeldLease {
         long period = renewalPeriod();
         long now = host.nanos();
         long due = sentNanos + period;
-        renewalDueNanos = due - now > 0 ? due : now + period;
+        long earliest = now + period / 2;
+        renewalDueNanos = due - earliest > 0 ? due : earliest;
         arm();
     }
 

@@ -250,6 +250,9 @@ final class LeaseTimer {
                 buckets.remove(bucket.due, bucket);
                 continue;
             }
+            if (closed) {
+                return; // closed while this ring ran: nothing more runs
+            }
             try {
                 due.task.run();
             } catch (RuntimeException | Error e) {
