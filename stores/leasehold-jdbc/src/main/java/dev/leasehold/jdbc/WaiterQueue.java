@@ -272,8 +272,12 @@ final class WaiterQueue {
      */
     long queuedWait(String owner, long now, Plan plan, long ahead) {
         if (ahead < 0) {
-            // Woken by the hand-off's notification; a late or lost one costs one poll interval at most.
-            return Math.min(plan.waitNanos(), pollNanos);
+            // PostgreSQL: the hand-off's notification wakes the waiter it went to, so a queued
+            // waiter asks again only to keep its place alive, within a third of the place's TTL
+            // (and the lock service asks at least once per its longest poll, which bounds what a
+            // lost notification costs): asking every poll interval cost a statement per waiter
+            // every 50 ms on a key held for long.
+            return plan.waitNanos();
         }
         Asked a = asked.get(owner);
         if (ahead > 0 || a == null) {

@@ -75,6 +75,14 @@ abstract class AbstractJdbcQueueTest {
         return store;
     }
 
+    /** A lock service of its own over {@code store}, closed after the test with the store. */
+    protected LockService service(JdbcLeaseStore store) {
+        resources.add(store);
+        LockService service = LockService.builder(store).build();
+        resources.add(service::close);
+        return service;
+    }
+
     /** A process: its own pool, store and lock service. */
     protected LockService service(UnaryOperator<JdbcLeaseStore.Builder> settings) {
         LockService service = LockService.builder(store(settings)).build();
