@@ -132,6 +132,11 @@ final class ChildOps {
      */
     Killed killed(ChildJvm child, long goneNanos) {
         pull(child);
+        return killed(goneNanos);
+    }
+
+    /** As {@link #killed(ChildJvm, long)}, with every line already {@linkplain #accept accepted}. */
+    Killed killed(long goneNanos) {
         for (Op op : pending.values()) {
             history.add(new Op(
                     op.process(),
@@ -172,7 +177,8 @@ final class ChildOps {
      */
     record Killed(int inFlight, List<Op> held) {}
 
-    private void accept(String line) {
+    /** Takes one line of the child: an operation invoked or recorded; a line cut short is ignored. */
+    void accept(String line) {
         String[] f = line.split(" ", -1);
         if (f.length != 12 || !f[11].equals(END)) {
             return; // cut short by the kill
