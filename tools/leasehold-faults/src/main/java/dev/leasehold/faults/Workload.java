@@ -212,6 +212,11 @@ final class Workload implements AutoCloseable {
         record(name, Kind.WRITE, id, lease.ownerToken(), invoked, lease.fence(), result, RESOURCE, effect);
     }
 
+    /** Tells the threads to stop after their operation, without waiting for them ({@link #close} waits). */
+    void stop() {
+        stopped = true;
+    }
+
     /** Stops the threads and waits for each to finish its operation. */
     @Override
     public void close() {
