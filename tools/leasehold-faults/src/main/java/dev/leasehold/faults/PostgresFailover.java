@@ -445,6 +445,10 @@ final class PostgresFailover implements Scenario {
                 }
             }
         }
+        if (held.isEmpty()) {
+            tally.note("the primary's workload held no grant at the kill (each had begun its release)");
+            return;
+        }
         tally.note("the primary's workload held " + held.size() + " grants at the kill; the promoted standby granted "
                 + takenAgain + " of their keys again, at most "
                 + Duration.ofNanos(longest).toMillis()
