@@ -351,7 +351,17 @@ final class PostgresFailover implements Scenario {
                     }
                 }
                 Lease lease = acquire(history, "S", next, key, Duration.ofSeconds(30), Duration.ofSeconds(30));
-                tally.stall(Duration.ofNanos(System.nanoTime() - failedAt));
+                // The stall: until the promoted standby granted the key again, to this client or
+                // first to a workload thread.
+                long regranted = history.ops().stream()
+                        .filter(op -> op.kind() == Kind.ACQUIRE
+                                && op.result() == Result.OK
+                                && op.key().equals(k)
+                                && op.completeNanos() > failedAt)
+                        .mapToLong(History.Op::completeNanos)
+                        .min()
+                        .orElseThrow();
+                tally.stall(Duration.ofNanos(regranted - failedAt));
                 before.close();
                 highestFence =
                         Math.max(highestFence, before.fences(history).max().orElse(0));
