@@ -303,11 +303,14 @@ final class PostgresFailover implements Scenario {
             // Its calls to the dead primary end at their timeouts; it is joined after the new grant.
             before.stopSoon();
             inFlight.join(tally);
+            long joinedAt = System.nanoTime();
             highestFence = Math.max(highestFence, inFlight.highestFence());
             if (!synchronous) {
                 pair.restartStandby();
             }
+            long restartedAt = System.nanoTime();
             pair.promoteStandby();
+            long promotedAt = System.nanoTime();
             try (HikariDataSource promoted = PostgresPair.pool(pair.standbyUrl(), "failover-promoted-" + round);
                     Library.Store newStore = Library.jdbcStore(promoted, Database.POSTGRESQL);
                     LockService next = Library.locks(newStore.store());
@@ -362,6 +365,17 @@ final class PostgresFailover implements Scenario {
                         .min()
                         .orElseThrow();
                 tally.stall(Duration.ofNanos(regranted - failedAt));
+                tally.note("round " + round + ": " + k + " granted again "
+                        + Duration.ofNanos(regranted - failedAt).toMillis()
+                        + " ms after the kill (clients joined after "
+                        + Duration.ofNanos(joinedAt - failedAt).toMillis() + " ms, "
+                        + (synchronous
+                                ? ""
+                                : "standby restarted after "
+                                        + Duration.ofNanos(restartedAt - failedAt)
+                                                .toMillis() + " ms, ")
+                        + "promoted after "
+                        + Duration.ofNanos(promotedAt - failedAt).toMillis() + " ms)");
                 before.close();
                 highestFence =
                         Math.max(highestFence, before.fences(history).max().orElse(0));
