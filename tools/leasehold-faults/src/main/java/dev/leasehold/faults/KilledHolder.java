@@ -34,8 +34,9 @@ import java.util.concurrent.TimeUnit;
  * workload on those two keys as well, which dies with it: its operations in flight at the kill are
  * recorded with an unknown outcome and the grants it held as ended by the crash ({@link ChildOps}).
  * A key such a dead grant held must not be granted again before that grant's lease could have
- * ended (its acquire's invocation + the lease). In every other pair of rounds this JVM's own thread
- * asks for the killed holder's key only once a workload thread has been granted it; the bounds on
+ * ended (its acquire's invocation + the lease). In half of the rounds (two of every four, one of each
+ * kind of kill) this JVM's own thread asks for the killed holder's key only once a workload thread
+ * has been granted it; the bounds on
  * the next grant apply to the first grant after the kill, whoever took it. The long profile repeats
  * the rounds until the history holds its least number of operations.
  */
