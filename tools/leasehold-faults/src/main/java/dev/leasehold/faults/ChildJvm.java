@@ -10,9 +10,11 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 
@@ -20,16 +22,20 @@ import java.util.concurrent.TimeUnit;
  * A child JVM on this JVM's class path, running one of the suite's main classes: holders and
  * services that the scenarios pause ({@code SIGSTOP}), kill ({@code kill -9}) or start with a
  * shifted clock. It talks in lines: commands on its stdin, replies on its stdout prefixed with
- * {@code @}; everything else it prints goes to its log file under {@code target/faults}.
+ * {@code @}, the operations of a workload it runs prefixed with {@code %} ({@link ChildOps});
+ * everything else it prints goes to its log file under {@code target/faults}.
  */
 final class ChildJvm implements AutoCloseable {
 
     static final String REPLY = "@";
+    static final String OPS = "%";
 
     private final String name;
     private final Process process;
     private final PrintWriter in;
     private final BlockingQueue<String> replies = new LinkedBlockingQueue<>();
+    private final BlockingQueue<String> ops = new LinkedBlockingQueue<>();
+    private final CountDownLatch outputEnded = new CountDownLatch(1);
     private final Path log;
 
     private ChildJvm(String name, Process process, Path log) {
@@ -86,6 +92,8 @@ final class ChildJvm implements AutoCloseable {
             while ((line = out.readLine()) != null) {
                 if (line.startsWith(REPLY)) {
                     replies.add(line.substring(REPLY.length()));
+                } else if (line.startsWith(OPS)) {
+                    ops.add(line.substring(OPS.length()));
                 } else {
                     Files.writeString(
                             log,
@@ -97,7 +105,22 @@ final class ChildJvm implements AutoCloseable {
             }
         } catch (IOException e) {
             // the child died: expect() reports it
+        } finally {
+            outputEnded.countDown();
         }
+    }
+
+    /** Moves the operation lines received so far to {@code to}; how many. */
+    int drainOps(Collection<String> to) {
+        return ops.drainTo(to);
+    }
+
+    /**
+     * Waits until the child's stdout has ended (it exited or was killed) and every line it wrote
+     * has been read; whether it has within {@code timeout}.
+     */
+    boolean awaitOutputEnd(Duration timeout) throws InterruptedException {
+        return outputEnded.await(timeout.toMillis(), TimeUnit.MILLISECONDS);
     }
 
     String name() {
@@ -208,6 +231,12 @@ final class ChildJvm implements AutoCloseable {
         /** Sends a reply line to the parent. */
         synchronized void reply(String line) {
             System.out.println(REPLY + line);
+            System.out.flush();
+        }
+
+        /** Sends an operation line to the parent ({@link ChildOps}). */
+        synchronized void op(String line) {
+            System.out.println(OPS + line);
             System.out.flush();
         }
     }

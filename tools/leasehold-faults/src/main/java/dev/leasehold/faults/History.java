@@ -92,15 +92,61 @@ final class History {
     /** A fault injected: what and when. */
     record Fault(String what, long atNanos) {}
 
+    /**
+     * Told of each operation as it is invoked and as it is recorded: how a child JVM streams its
+     * operations to the parent's history ({@link ChildOps}), so that those in flight when it is
+     * killed are known.
+     */
+    interface Journal {
+        /** {@code pending} was invoked; its result and completion are not known yet. */
+        void invoked(Op pending);
+
+        /** {@code op} was recorded. */
+        void recorded(Op op);
+    }
+
     private final List<Op> ops = new ArrayList<>();
     private final List<Fault> faults = new ArrayList<>();
+    private final Journal journal;
+
+    History() {
+        this(null);
+    }
+
+    /** A history that also tells {@code journal} (if not {@code null}) of each operation. */
+    History(Journal journal) {
+        this.journal = journal;
+    }
 
     static long now() {
         return System.nanoTime();
     }
 
-    synchronized void add(Op op) {
-        ops.add(op);
+    void add(Op op) {
+        synchronized (this) {
+            ops.add(op);
+        }
+        if (journal != null) {
+            journal.recorded(op);
+        }
+    }
+
+    /**
+     * Records nothing: tells the journal, if any, that {@code process} invoked an operation at
+     * {@code invoke}, before it runs (its completion and result are unknown until it is added).
+     */
+    void invoking(
+            String process,
+            Kind kind,
+            String key,
+            String owner,
+            long invoke,
+            long fence,
+            String resource,
+            String effect) {
+        if (journal != null) {
+            journal.invoked(new Op(process, kind, key, owner, invoke, invoke, fence, Result.UNKNOWN, resource, effect));
+        }
     }
 
     void add(

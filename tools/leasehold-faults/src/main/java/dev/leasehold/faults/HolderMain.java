@@ -1,5 +1,6 @@
 package dev.leasehold.faults;
 
+import com.zaxxer.hikari.HikariDataSource;
 import dev.leasehold.Lease;
 import dev.leasehold.LeaseOptions;
 import dev.leasehold.LockKey;
@@ -8,7 +9,9 @@ import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.time.Duration;
 import java.time.ZoneId;
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import javax.sql.DataSource;
@@ -34,6 +37,11 @@ import javax.sql.DataSource;
  *       of two canary steps unfenced (autocommit) to {@code fault_canary}, answers and never
  *       commits, so that it can be killed mid-transaction
  *   <li>{@code RELEASE key} → {@code RELEASED held|lost}; {@code QUIT}
+ *   <li>{@code NANOS} → {@code NANOS nanoTime}: this JVM's {@link System#nanoTime()}, for {@link
+ *       ChildOps#clockOffset}
+ *   <li>{@code LOAD process leaseMs profile keyPrefix} → {@code LOADING}: starts a {@link Workload}
+ *       with its own pool and lock service on the same store and database, named {@code process},
+ *       whose operations are sent to the parent as they are invoked and recorded ({@link ChildOps})
  * </ul>
  */
 public final class HolderMain {
@@ -47,6 +55,7 @@ public final class HolderMain {
                 Library.Store store = StoreSpec.open(args[0], pool, db.database());
                 LockService locks = Library.locks(store.store())) {
             Map<String, Lease> held = new HashMap<>();
+            List<AutoCloseable> load = new ArrayList<>();
             io.reply("READY " + ProcessHandle.current().pid());
             String line;
             while ((line = io.command()) != null) {
@@ -78,13 +87,40 @@ public final class HolderMain {
                         }
                         io.reply("RELEASED " + (wasHeld ? "held" : "lost"));
                     }
+                    case "NANOS" -> io.reply("NANOS " + System.nanoTime());
+                    case "LOAD" -> {
+                        load(args[0], db, c, io, load);
+                        io.reply("LOADING");
+                    }
                     case "QUIT" -> {
+                        for (int i = load.size() - 1; i >= 0; i--) {
+                            load.get(i).close();
+                        }
                         return;
                     }
                     default -> io.reply("ERROR unknown command " + line);
                 }
             }
         }
+    }
+
+    /** Starts the workload of {@code LOAD}; what to close when done goes to {@code resources}, in order. */
+    private static void load(
+            String storeSpec, PrivateDatabase.Spec db, String[] c, ChildJvm.Io io, List<AutoCloseable> resources) {
+        HikariDataSource pool = db.pool("load", 4);
+        resources.add(pool);
+        Library.Store store = StoreSpec.open(storeSpec, pool, db.database());
+        resources.add(store);
+        LockService locks = Library.locks(store.store());
+        resources.add(locks);
+        resources.add(new Workload(
+                c[1],
+                locks,
+                pool,
+                new History(ChildOps.journal(io)),
+                c[4],
+                Duration.ofMillis(Long.parseLong(c[2])),
+                Profile.parse(c[3])));
     }
 
     private static LeaseOptions options(String leaseMs, Duration wait) {

@@ -16,11 +16,15 @@ import java.sql.ResultSet;
 import java.sql.SQLException;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.stream.LongStream;
 import javax.sql.DataSource;
 
 /**
@@ -41,6 +45,14 @@ import javax.sql.DataSource;
  * grants never overlap (200 ms bound). Canary: acquires were in flight when the primary was killed
  * (the standby's WAL receiver is stopped with {@code SIGSTOP} until a grant's commit waits for it,
  * then the primary is killed: acquires invoked before the kill and never acknowledged).
+ *
+ * <p>Both: a {@link Workload} of its own pool takes the held key and two keys of its own on the
+ * primary, from the standby's kill (or the same point with a synchronous standby) through the
+ * primary's kill, and another takes the same keys on the promoted standby afterwards; every grant
+ * there must carry a fence above every fence the old primary handed out, the workload's too. Its
+ * sessions are not among those counted waiting for the synchronous standby, and its grants not
+ * among the acknowledged ones counted on the promoted standby. The long profile repeats the
+ * failover until the history holds its least number of operations.
  */
 final class PostgresFailover implements Scenario {
 
@@ -51,6 +63,8 @@ final class PostgresFailover implements Scenario {
     private static final int IN_FLIGHT_CLIENTS = 3;
     /** Grants acknowledged to those clients before the primary is killed. */
     private static final int ACKNOWLEDGED_BEFORE_KILL = 12;
+    /** Each grant's lease in the workloads. */
+    private static final Duration LOAD_LEASE = Duration.ofSeconds(2);
 
     private final boolean synchronous;
 
@@ -91,12 +105,14 @@ final class PostgresFailover implements Scenario {
         History history = new History();
         try (PrivateDatabase guarded = PrivateDatabase.create(Database.POSTGRESQL)) {
             guarded.execute(guardedTable());
-            int rounds = profile.times(1);
-            for (int round = 0; round < rounds; round++) {
-                failover(bin.get(), guarded, round, tally, history);
+            Workload.createTable(guarded);
+            for (int round = 0; profile.more(round, 1, history.size()); round++) {
+                failover(bin.get(), guarded, round, tally, history, profile);
             }
-            HistoryChecker.Verdict verdict = new HistoryChecker(Duration.ofMillis(200), synchronous)
-                    .check(history, HistoryChecker.effectCounts(guarded.dataSource(), GUARDED));
+            Map<String, Long> effects = new HashMap<>(HistoryChecker.effectCounts(guarded.dataSource(), GUARDED));
+            effects.putAll(Workload.effectCounts(guarded.dataSource()));
+            HistoryChecker.Verdict verdict =
+                    new HistoryChecker(Duration.ofMillis(200), synchronous).check(history, effects);
             tally.checked(verdict);
             tally.note("history: " + verdict.summary());
             if (!synchronous) {
@@ -113,11 +129,101 @@ final class PostgresFailover implements Scenario {
                 + " lock_key VARCHAR(100) NOT NULL, fence BIGINT NOT NULL)";
     }
 
-    private void failover(Path bin, PrivateDatabase guarded, int round, Tally tally, History history) throws Exception {
+    /**
+     * How many operations each side's workload records before the failover goes on: enough in the
+     * long profile for its five rounds to reach its least number of operations.
+     */
+    private static int operationsPerSide(Profile profile) {
+        return profile == Profile.SHORT ? 20 : profile.minOperations() / (2 * profile.times(1)) + 100;
+    }
+
+    private void failover(Path bin, PrivateDatabase guarded, int round, Tally tally, History history, Profile profile)
+            throws Exception {
         LockKey key = LockKey.of("failover", "k" + round);
         try (PostgresPair pair = PostgresPair.start(bin, synchronous);
                 HikariDataSource primary = PostgresPair.pool(pair.primaryUrl(), "failover-primary-" + round)) {
-            failover(pair, primary, guarded, key, round, tally, history);
+            failover(pair, primary, guarded, key, round, tally, history, profile);
+        }
+    }
+
+    /** A workload on {@code url}, in sessions of its own, that also takes {@code key}. */
+    private static final class Load implements AutoCloseable {
+        private final HikariDataSource pool;
+        private final Library.Store store;
+        private final LockService locks;
+        private final Workload workload;
+        private final String process;
+        private boolean closed;
+
+        Load(
+                String url,
+                String process,
+                PrivateDatabase guarded,
+                History history,
+                int round,
+                LockKey key,
+                Profile profile) {
+            this.process = process;
+            this.pool = PostgresPair.pool(url, "failover-" + process, PostgresPair.WORKLOAD);
+            this.store = Library.jdbcStore(pool, Database.POSTGRESQL);
+            this.locks = Library.locks(store.store());
+            this.workload = new Workload(
+                    process, locks, guarded.dataSource(), history, "failover" + round + "-", LOAD_LEASE, profile);
+            workload.contend(key);
+        }
+
+        /** Waits for the workload's {@code count} operations, noting it if they did not come. */
+        void await(int count, Tally tally, String where) throws InterruptedException {
+            if (!workload.awaitOperations(count, Duration.ofSeconds(120))) {
+                tally.note(
+                        "the workload recorded only " + workload.operations() + " operations " + where + " in 120 s");
+            }
+        }
+
+        /** Its operations: all, and those whose outcome is unknown. */
+        String summary(History history) {
+            List<History.Op> ops = ops(history);
+            return ops.size() + " operations ("
+                    + ops.stream().filter(op -> op.result() == Result.UNKNOWN).count() + " of unknown outcome)";
+        }
+
+        List<History.Op> ops(History history) {
+            return history.ops().stream()
+                    .filter(op -> op.process().startsWith(process))
+                    .toList();
+        }
+
+        /** The fences of the grants acknowledged to it. */
+        LongStream fences(History history) {
+            return ops(history).stream()
+                    .filter(op -> op.kind() == Kind.ACQUIRE && op.result() == Result.OK)
+                    .mapToLong(History.Op::fence);
+        }
+
+        /** Tells the workload's threads to stop after their operations, without waiting. */
+        void stopSoon() {
+            workload.stop();
+        }
+
+        /** Stops the workload: its threads finish their operations and end. */
+        void stop() {
+            workload.close();
+        }
+
+        @Override
+        public void close() {
+            if (closed) {
+                return;
+            }
+            closed = true;
+            workload.close();
+            try {
+                locks.close();
+            } catch (Exception e) {
+                // its server may be gone
+            }
+            store.close();
+            pool.close();
         }
     }
 
@@ -128,7 +234,8 @@ final class PostgresFailover implements Scenario {
             LockKey key,
             int round,
             Tally tally,
-            History history)
+            History history,
+            Profile profile)
             throws Exception {
         String k = key.render();
         JdbcSchema.create(primary, Database.POSTGRESQL);
@@ -147,6 +254,7 @@ final class PostgresFailover implements Scenario {
         if (round == 0) {
             tally.note("primary: " + pair.replicationSettings());
         }
+        Load before = new Load(pair.primaryUrl(), "W" + round + "p", guarded, history, round, key, profile);
         try {
             // One grant the standby has, then grants it never sees; the last one stays held.
             for (int i = 0; i <= LOST_GRANTS; i++) {
@@ -154,6 +262,9 @@ final class PostgresFailover implements Scenario {
                     pair.awaitStandbyCaughtUp(Duration.ofSeconds(30));
                     pair.killStandby();
                     history.fault("standby killed: the grants that follow are not replicated");
+                }
+                if (i == 1) {
+                    before.await(operationsPerSide(profile), tally, "on the primary");
                 }
                 long invokedNanos = System.nanoTime();
                 Lease lease = acquire(history, "P", old, key, heldFor(), Duration.ofSeconds(10));
@@ -182,21 +293,29 @@ final class PostgresFailover implements Scenario {
             }
             history.fault("primary killed while " + k + " is held at fence " + stillHeld.fence()
                     + " and clients are taking keys");
-            inFlight.killing(System.nanoTime());
+            long killedAt = System.nanoTime();
+            inFlight.killing(killedAt);
             pair.killPrimary();
             long failedAt = System.nanoTime();
             if (synchronous) {
                 pair.resumeReceiver();
             }
+            // Its calls to the dead primary end at their timeouts; it is joined after the new grant.
+            before.stopSoon();
             inFlight.join(tally);
+            long joinedAt = System.nanoTime();
             highestFence = Math.max(highestFence, inFlight.highestFence());
             if (!synchronous) {
                 pair.restartStandby();
             }
+            long restartedAt = System.nanoTime();
             pair.promoteStandby();
+            long promotedAt = System.nanoTime();
             try (HikariDataSource promoted = PostgresPair.pool(pair.standbyUrl(), "failover-promoted-" + round);
                     Library.Store newStore = Library.jdbcStore(promoted, Database.POSTGRESQL);
-                    LockService next = Library.locks(newStore.store())) {
+                    LockService next = Library.locks(newStore.store());
+                    Load after =
+                            new Load(pair.standbyUrl(), "W" + round + "s", guarded, history, round, key, profile)) {
                 inFlight.checkOn(promoted, synchronous, tally);
                 if (synchronous && waiting > 0 && inFlight.unacknowledged() > 0) {
                     tally.canary("the primary was killed with " + waiting
@@ -235,7 +354,31 @@ final class PostgresFailover implements Scenario {
                     }
                 }
                 Lease lease = acquire(history, "S", next, key, Duration.ofSeconds(30), Duration.ofSeconds(30));
-                tally.stall(Duration.ofNanos(System.nanoTime() - failedAt));
+                // The stall: until the promoted standby granted the key again, to this client or
+                // first to a workload thread.
+                long regranted = history.ops().stream()
+                        .filter(op -> op.kind() == Kind.ACQUIRE
+                                && op.result() == Result.OK
+                                && op.key().equals(k)
+                                && op.completeNanos() > failedAt)
+                        .mapToLong(History.Op::completeNanos)
+                        .min()
+                        .orElseThrow();
+                tally.stall(Duration.ofNanos(regranted - failedAt));
+                tally.note("round " + round + ": " + k + " granted again "
+                        + Duration.ofNanos(regranted - failedAt).toMillis()
+                        + " ms after the kill (clients joined after "
+                        + Duration.ofNanos(joinedAt - failedAt).toMillis() + " ms, "
+                        + (synchronous
+                                ? ""
+                                : "standby restarted after "
+                                        + Duration.ofNanos(restartedAt - failedAt)
+                                                .toMillis() + " ms, ")
+                        + "promoted after "
+                        + Duration.ofNanos(promotedAt - failedAt).toMillis() + " ms)");
+                before.close();
+                highestFence =
+                        Math.max(highestFence, before.fences(history).max().orElse(0));
                 if (lease.fence() <= highestFence) {
                     tally.violation("the promoted standby granted " + k + " at fence " + lease.fence() + ", not above "
                             + highestFence + " handed out by the old primary");
@@ -253,8 +396,20 @@ final class PostgresFailover implements Scenario {
                 }
                 release(history, "S", lease);
                 tally.operations(LOST_GRANTS + 2 + inFlight.acknowledged().size());
+                after.await(operationsPerSide(profile), tally, "on the promoted standby");
+                after.stop();
+                heldThroughTheKill(history, before, killedAt, tally);
+                long lowest = after.fences(history).min().orElse(Long.MAX_VALUE);
+                if (lowest <= highestFence) {
+                    tally.violation("the promoted standby granted a workload key at fence " + lowest + ", not above "
+                            + highestFence + " handed out by the old primary");
+                }
+                tally.note("round " + round + ": the workload on the primary: " + before.summary(history)
+                        + "; on the promoted standby: " + after.summary(history) + ", every grant above fence "
+                        + highestFence);
             }
         } finally {
+            before.close();
             primary.close(); // the old service's calls now fail at once, not after a connection timeout
             if (stillHeld != null) {
                 try {
@@ -266,6 +421,62 @@ final class PostgresFailover implements Scenario {
             old.close();
             oldStore.close();
         }
+    }
+
+    /**
+     * The grants the primary's workload held when the primary was killed (their release not begun
+     * before the kill): the store gave each an expiry no earlier than its acquire's invocation + the
+     * lease. With a synchronous standby each one is on the promoted standby, whose next grant of its
+     * key must not come before that; with an asynchronous one they may be lost, and those granted
+     * earlier are only counted.
+     */
+    private void heldThroughTheKill(History history, Load before, long killedAt, Tally tally) {
+        List<History.Op> ops = history.ops();
+        List<History.Op> theirs = before.ops(history);
+        List<History.Op> held = theirs.stream()
+                .filter(op -> op.kind() == Kind.ACQUIRE && op.result() == Result.OK)
+                .filter(acquire -> theirs.stream()
+                        .noneMatch(op -> op.kind() == Kind.RELEASE
+                                && op.grant().equals(acquire.grant())
+                                && op.invokeNanos() < killedAt))
+                .toList();
+        int early = 0;
+        int takenAgain = 0;
+        long longest = 0;
+        for (History.Op acquire : held) {
+            Optional<History.Op> next = ops.stream()
+                    .filter(op -> op.kind() == Kind.ACQUIRE
+                            && op.result() == Result.OK
+                            && op.key().equals(acquire.key())
+                            && op.completeNanos() > killedAt
+                            && !op.process().startsWith(before.process))
+                    .min(Comparator.comparingLong(History.Op::completeNanos));
+            if (next.isEmpty()) {
+                continue;
+            }
+            takenAgain++;
+            longest = Math.max(longest, next.get().completeNanos() - killedAt);
+            long earliest = acquire.invokeNanos() + LOAD_LEASE.minusMillis(10).toNanos();
+            if (next.get().completeNanos() < earliest) {
+                early++;
+                if (synchronous) {
+                    tally.violation("the promoted synchronous standby granted " + acquire.key() + " to "
+                            + next.get().process() + " "
+                            + Duration.ofNanos(next.get().completeNanos() - acquire.invokeNanos())
+                                    .toMillis()
+                            + " ms after " + acquire.process() + " asked for the grant it held at the kill,"
+                            + " within its " + LOAD_LEASE.toMillis() + " ms lease");
+                }
+            }
+        }
+        if (held.isEmpty()) {
+            tally.note("the primary's workload held no grant at the kill (each had begun its release)");
+            return;
+        }
+        tally.note("the primary's workload held " + held.size() + " grants at the kill; the promoted standby granted "
+                + takenAgain + " of their keys again, at most "
+                + Duration.ofNanos(longest).toMillis()
+                + " ms after the kill, " + early + " before the old grant's lease could have ended");
     }
 
     /**

@@ -172,9 +172,23 @@ final class PostgresPair implements AutoCloseable {
         return "jdbc:postgresql://127.0.0.1:" + port + "/postgres?connectTimeout=2&socketTimeout=10";
     }
 
+    /**
+     * The application name of the sessions of a scenario's background workload, which {@link
+     * #awaitCommitsWaitingForStandby} does not count.
+     */
+    static final String WORKLOAD = "faults-workload";
+
     /** A small pool on {@code url}. */
     static HikariDataSource pool(String url, String name) {
+        return pool(url, name, null);
+    }
+
+    /** A small pool on {@code url} whose sessions show {@code applicationName} (null: the driver's). */
+    static HikariDataSource pool(String url, String name, String applicationName) {
         HikariConfig config = new HikariConfig();
+        if (applicationName != null) {
+            config.addDataSourceProperty("ApplicationName", applicationName);
+        }
         config.setJdbcUrl(url);
         config.setUsername("postgres");
         config.setMaximumPoolSize(4);
@@ -219,13 +233,15 @@ final class PostgresPair implements AutoCloseable {
 
     /**
      * Waits until at least one session on the primary waits for the synchronous standby to confirm
-     * its commit; returns how many do.
+     * its commit; returns how many do. Sessions of a {@linkplain #WORKLOAD workload} are not counted.
      */
     int awaitCommitsWaitingForStandby(Duration atMost) throws SQLException, InterruptedException {
         long deadline = System.nanoTime() + atMost.toNanos();
         while (true) {
-            int waiting = Integer.parseInt(
-                    query(primaryPort, "SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'SyncRep'"));
+            int waiting = Integer.parseInt(query(
+                    primaryPort,
+                    "SELECT count(*) FROM pg_stat_activity WHERE wait_event = 'SyncRep'" + " AND application_name <> '"
+                            + WORKLOAD + "'"));
             if (waiting > 0 || System.nanoTime() > deadline) {
                 return waiting;
             }

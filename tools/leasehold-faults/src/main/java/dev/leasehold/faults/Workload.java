@@ -16,6 +16,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.LockSupport;
 import javax.sql.DataSource;
 
@@ -26,7 +27,10 @@ import javax.sql.DataSource;
  * database), and release it, over and over until {@link #close() closed}. A loss ({@code onLost})
  * is recorded when the holder is told. A call that fails is recorded with an unknown outcome.
  * The short profile paces the threads so that they add little load to a build; the long one does
- * not, so that its histories hold thousands of operations under the faults.
+ * not, so that its histories hold thousands of operations under the faults. A scenario may also
+ * have the threads {@link #contend contend} for a key of its own, the one its fault hits, and a
+ * workload may run in a child JVM that is killed, its history streamed to the parent ({@link
+ * ChildOps}): every operation is told to the history's journal as it is invoked.
  */
 final class Workload implements AutoCloseable {
 
@@ -40,6 +44,8 @@ final class Workload implements AutoCloseable {
     private final LeaseOptions options;
     private final long paceNanos;
     private final List<Thread> threads = new ArrayList<>();
+    private final AtomicInteger operations = new AtomicInteger();
+    private volatile LockKey contended;
     private volatile boolean stopped;
 
     /**
@@ -90,12 +96,41 @@ final class Workload implements AutoCloseable {
         return HistoryChecker.effectCounts(dataSource, RESOURCE);
     }
 
+    /**
+     * From now on each thread also takes {@code key}, as often as each of the workload's own two
+     * keys ({@code null}: no longer).
+     */
+    void contend(LockKey key) {
+        contended = key;
+    }
+
+    /** How many operations the workload has recorded so far. */
+    int operations() {
+        return operations.get();
+    }
+
+    /**
+     * Waits until the workload has recorded at least {@code count} operations in all, at most
+     * {@code atMost}; whether it has.
+     */
+    boolean awaitOperations(int count, Duration atMost) throws InterruptedException {
+        long deadline = System.nanoTime() + atMost.toNanos();
+        while (operations.get() < count) {
+            if (System.nanoTime() > deadline) {
+                return false;
+            }
+            TimeUnit.MILLISECONDS.sleep(10); // polls a counter; nothing to be notified of
+        }
+        return true;
+    }
+
     private void loop(String name) {
         LockOwner owner = LockOwner.create(name);
         long n = 0;
         while (!stopped) {
-            LockKey key =
-                    LockKey.of("load", keyPrefix + ThreadLocalRandom.current().nextInt(2));
+            LockKey extra = contended;
+            int pick = ThreadLocalRandom.current().nextInt(extra == null ? 2 : 3);
+            LockKey key = pick == 2 ? extra : LockKey.of("load", keyPrefix + pick);
             once(name, owner, key, name + "-" + n++);
             if (paceNanos > 0) {
                 LockSupport.parkNanos(paceNanos);
@@ -106,26 +141,31 @@ final class Workload implements AutoCloseable {
     private void once(String name, LockOwner owner, LockKey key, String effect) {
         String id = key.render();
         long invoked = History.now();
+        history.invoking(name, Kind.ACQUIRE, id, null, invoked, 0, null, null);
         Lease lease;
         try {
             lease = locks.acquire(key, options, owner);
         } catch (LockBusyException e) {
-            history.add(name, Kind.ACQUIRE, id, null, invoked, 0, Result.REFUSED, null, null);
+            record(name, Kind.ACQUIRE, id, null, invoked, 0, Result.REFUSED, null, null);
             return;
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             stopped = true;
             return;
         } catch (RuntimeException e) {
-            history.add(name, Kind.ACQUIRE, id, null, invoked, 0, Result.UNKNOWN, null, null);
+            record(name, Kind.ACQUIRE, id, null, invoked, 0, Result.UNKNOWN, null, null);
             return;
         }
-        history.add(name, Kind.ACQUIRE, id, lease.ownerToken(), invoked, lease.fence(), Result.OK, null, null);
-        lease.onLost(e -> history.lost(name, lease));
+        record(name, Kind.ACQUIRE, id, lease.ownerToken(), invoked, lease.fence(), Result.OK, null, null);
+        lease.onLost(e -> {
+            history.lost(name, lease);
+            operations.incrementAndGet();
+        });
         if (guarded != null) {
             write(name, lease, effect);
         }
         long release = History.now();
+        history.invoking(name, Kind.RELEASE, id, lease.ownerToken(), release, lease.fence(), null, null);
         Result released;
         try {
             lease.close();
@@ -133,12 +173,27 @@ final class Workload implements AutoCloseable {
         } catch (RuntimeException e) {
             released = Result.UNKNOWN;
         }
-        history.add(name, Kind.RELEASE, id, lease.ownerToken(), release, lease.fence(), released, null, null);
+        record(name, Kind.RELEASE, id, lease.ownerToken(), release, lease.fence(), released, null, null);
+    }
+
+    private void record(
+            String name,
+            Kind kind,
+            String key,
+            String ownerToken,
+            long invoked,
+            long fence,
+            Result result,
+            String resource,
+            String effect) {
+        history.add(name, kind, key, ownerToken, invoked, fence, result, resource, effect);
+        operations.incrementAndGet();
     }
 
     private void write(String name, Lease lease, String effect) {
         String id = lease.key().render();
         long invoked = History.now();
+        history.invoking(name, Kind.WRITE, id, lease.ownerToken(), invoked, lease.fence(), RESOURCE, effect);
         Result result;
         try {
             boolean accepted = Library.fencedWrite(guarded, lease, tx -> {
@@ -154,7 +209,12 @@ final class Workload implements AutoCloseable {
         } catch (SQLException | RuntimeException e) {
             result = Result.UNKNOWN;
         }
-        history.add(name, Kind.WRITE, id, lease.ownerToken(), invoked, lease.fence(), result, RESOURCE, effect);
+        record(name, Kind.WRITE, id, lease.ownerToken(), invoked, lease.fence(), result, RESOURCE, effect);
+    }
+
+    /** Tells the threads to stop after their operation, without waiting for them ({@link #close} waits). */
+    void stop() {
+        stopped = true;
     }
 
     /** Stops the threads and waits for each to finish its operation. */
