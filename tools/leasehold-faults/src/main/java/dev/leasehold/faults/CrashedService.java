@@ -1,5 +1,7 @@
 package dev.leasehold.faults;
 
+import dev.leasehold.LockKey;
+import dev.leasehold.LockService;
 import dev.leasehold.faults.History.Kind;
 import dev.leasehold.faults.History.Result;
 import dev.leasehold.jdbc.Database;
@@ -46,6 +48,11 @@ final class CrashedService implements Scenario {
     static final String REQUESTS = "postgresql, request records";
     static final String EFFECTS = "postgresql, side effects";
     private static final Duration STALE_AFTER = Duration.ofMillis(1000);
+    /** The lease of an account's session, which each idempotent payment holds while it runs. */
+    private static final Duration SESSION_LEASE = Duration.ofMillis(1000);
+    /** The accounts paid into: {@code a0} to {@code a3}, by the request key's hash. */
+    private static final int ACCOUNTS = 4;
+
     private static final int IN_FLIGHT = 8;
 
     @Override
@@ -65,9 +72,29 @@ final class CrashedService implements Scenario {
             for (String table : List.of("fault_payment", "fault_plain_payment")) {
                 db.execute(Bookings.createTable(table));
             }
+            Workload.createTable(db);
             Storm storm = new Storm(
                     backend.equals(EFFECTS) ? StdinService.starter(db) : HttpService.starter(db), db, profile, tally);
-            storm.run();
+            // The workload contends for the sessions the services' payments lease, on the same
+            // store: its grants interleave with the services' and meet the leases of killed ones.
+            List<LockKey> sessions = new ArrayList<>();
+            for (int a = 0; a < ACCOUNTS; a++) {
+                sessions.add(LockKey.of("session", "a" + a));
+            }
+            try (Library.Store store = Library.jdbcStore(db.dataSource(), Database.POSTGRESQL);
+                    LockService locks = Library.locks(store.store())) {
+                Workload workload =
+                        new Workload("W", locks, db.dataSource(), storm.history, "crashed-", SESSION_LEASE, profile);
+                try {
+                    workload.contend(sessions);
+                    storm.run();
+                } finally {
+                    workload.close();
+                }
+                tally.note("workload: " + workload.operations() + " operations; acquires of the payments' sessions "
+                        + sessions.stream().map(LockKey::render).toList() + ": " + workload.contendedGranted()
+                        + " granted, " + workload.contendedRefused() + " refused (held past the 200 ms wait)");
+            }
             check(db, storm, tally);
         }
         return tally.outcome();
@@ -96,7 +123,10 @@ final class CrashedService implements Scenario {
         tally.note("requests: " + storm.keys.size() + ", sends: " + tally.operationCount() + ", kills: " + storm.kills
                 + " (one right after a business commit), sends in flight at a kill: " + storm.unansweredAtKills
                 + ", replies: " + storm.replies);
-        tally.check(new HistoryChecker(Duration.ZERO, false), storm.history, effects);
+        effects.putAll(Workload.effectCounts(db.dataSource()));
+        // grants in the history are the workload's (the services' are not recorded); the store
+        // keeps its data through the kills, so they are checked for overlap
+        tally.check(new HistoryChecker(PausedHolder.OVERLAP, true), storm.history, effects);
     }
 
     private static Map<String, List<String>> payments(PrivateDatabase db, String table) throws Exception {
@@ -229,7 +259,7 @@ final class CrashedService implements Scenario {
 
         private void sendOne(String command, String key, String flag) {
             inFlight.put(command.charAt(0) + ":" + key, System.nanoTime());
-            service.send(command, key, "a" + (key.hashCode() & 3), 10, !flag.isEmpty());
+            service.send(command, key, "a" + Math.floorMod(key.hashCode(), ACCOUNTS), 10, !flag.isEmpty());
             tally.operation();
         }
 
@@ -365,7 +395,8 @@ final class CrashedService implements Scenario {
                         List.of(),
                         Map.of(),
                         db.spec().encode(),
-                        String.valueOf(STALE_AFTER.toMillis()));
+                        String.valueOf(STALE_AFTER.toMillis()),
+                        String.valueOf(SESSION_LEASE.toMillis()));
                 try {
                     child.expect("READY", Duration.ofSeconds(60));
                 } catch (RuntimeException e) {
@@ -441,6 +472,7 @@ final class CrashedService implements Scenario {
                         "--spring.datasource.hikari.schema=" + spec.name(),
                         "--spring.datasource.hikari.maximum-pool-size=" + (IN_FLIGHT + 4),
                         "--leasehold.jdbc.initialize-schema=never",
+                        "--leasehold.lock.lease-time=" + SESSION_LEASE.toMillis() + "ms",
                         "--leasehold.idempotency.stale-after=" + STALE_AFTER.toMillis() + "ms");
                 try {
                     awaitReady(child, http, base.resolve("/ready"));

@@ -3,6 +3,7 @@ package dev.leasehold.faults;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.leasehold.Lease;
 import dev.leasehold.LeaseListener;
+import dev.leasehold.LockKey;
 import dev.leasehold.LockService;
 import dev.leasehold.idempotency.CanonicalJson;
 import dev.leasehold.idempotency.IdempotentExecutor;
@@ -216,15 +217,28 @@ final class Library {
         };
     }
 
-    private static IdempotentExecutor.Submission submission(String scope, String key, String payloadJson) {
-        return new IdempotentExecutor.Submission(scope, key, fingerprint(payloadJson), null, Duration.ofSeconds(30));
-    }
-
     /** One submission of an idempotent request (no session lease) whose business step is {@code step}. */
     static RequestOutcome request(IdempotentExecutor executor, String scope, String key, String payloadJson, Step step)
             throws Exception {
-        return toOutcome(executor.execute(
-                submission(scope, key, payloadJson), context -> new StoredResponse(200, step.run(context))));
+        return request(executor, scope, key, payloadJson, null, Duration.ofSeconds(30), step);
+    }
+
+    /**
+     * One submission of an idempotent request whose business step is {@code step}, holding the
+     * lease of {@code session} (taken without waiting; {@code null}: none) while it runs.
+     */
+    static RequestOutcome request(
+            IdempotentExecutor executor,
+            String scope,
+            String key,
+            String payloadJson,
+            LockKey session,
+            Duration sessionLease,
+            Step step)
+            throws Exception {
+        IdempotentExecutor.Submission submission =
+                new IdempotentExecutor.Submission(scope, key, fingerprint(payloadJson), session, sessionLease);
+        return toOutcome(executor.execute(submission, context -> new StoredResponse(200, step.run(context))));
     }
 
     private static RequestOutcome toOutcome(IdempotentExecutor.Outcome outcome) {

@@ -23,12 +23,15 @@ import org.springframework.web.bind.annotation.RestController;
  * The Spring Boot service of the crashed-service scenario ({@link CrashedService}): the Leasehold
  * starter on PostgreSQL, payments over HTTP. Started as a child JVM with {@code --server.port},
  * the private database ({@code spring.datasource.*}, {@code spring.datasource.hikari.schema}) and
- * {@code leasehold.idempotency.stale-after}. Endpoints:
+ * {@code leasehold.idempotency.stale-after} and {@code leasehold.lock.lease-time} (the session
+ * lease). Endpoints:
  *
  * <ul>
  *   <li>{@code POST /payments} with an {@code Idempotency-Key} header: an {@link Idempotent}
  *       payment, booked in {@code fault_payment} in the method's transaction (which also carries the
- *       request's SUCCESS mark); answers 200 {@code {"key":..,"receipt":..}}
+ *       request's SUCCESS mark), holding the lease of its account's session ({@code
+ *       session/<account>}, taken without waiting: 409 when busy) on the starter's SQL lease store;
+ *       answers 200 {@code {"key":..,"receipt":..}}
  *   <li>{@code POST /plain-payments} with the same header: the canary, the same booking in {@code
  *       fault_plain_payment} without idempotency
  *   <li>{@code GET /ready}: 200 once the service serves
@@ -81,7 +84,7 @@ public class PaymentService {
 
         /** Books the payment once per key: the booking commits with the request's SUCCESS mark. */
         @PostMapping("/payments")
-        @Idempotent(payload = "#payment")
+        @Idempotent(payload = "#payment", session = "#payment.account()")
         public Receipt pay(
                 @RequestHeader("Idempotency-Key") String key,
                 @RequestHeader(name = CRASH_AFTER_COMMIT, defaultValue = "false") boolean crash,

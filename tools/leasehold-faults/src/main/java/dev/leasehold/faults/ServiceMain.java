@@ -1,9 +1,9 @@
 package dev.leasehold.faults;
 
+import dev.leasehold.LockKey;
 import dev.leasehold.LockService;
 import dev.leasehold.idempotency.IdempotentExecutor;
 import dev.leasehold.idempotency.SideEffects;
-import dev.leasehold.memory.InMemoryLeaseStore;
 import java.sql.Connection;
 import java.time.Duration;
 import java.util.concurrent.CountDownLatch;
@@ -14,13 +14,15 @@ import javax.sql.DataSource;
 /**
  * The side-effects service JVM of the crashed-service scenario, serving payments from its stdin as a
  * web service would from HTTP, several at a time: each payment is a side effect of its idempotent
- * request, committed with the effect's mark ({@code SideEffects}). (The request-records half is the
- * Spring Boot service {@link PaymentService}.) Arguments: the private database ({@link
- * PrivateDatabase.Spec}) and the stale threshold in ms. Commands:
+ * request, committed with the effect's mark ({@code SideEffects}), while the request holds the
+ * lease of its account's session ({@code session/<account>}, taken without waiting, on the SQL
+ * lease store of the private database). (The request-records half is the Spring Boot service
+ * {@link PaymentService}.) Arguments: the private database ({@link PrivateDatabase.Spec}), the
+ * stale threshold in ms and the session lease in ms. Commands:
  *
  * <ul>
  *   <li>{@code REQ key account amount [hang]} → {@code ACK key receipt}, {@code RETRY key reason}
- *       (409, in progress) or {@code ERROR key message}: an idempotent payment
+ *       (409, in progress or the session busy) or {@code ERROR key message}: an idempotent payment
  *   <li>{@code PLAIN key account amount [hang]} → {@code PAID key receipt}: the canary, a payment
  *       endpoint without idempotency
  * </ul>
@@ -35,10 +37,12 @@ public final class ServiceMain {
     public static void main(String[] args) throws Exception {
         PrivateDatabase.Spec db = PrivateDatabase.Spec.decode(args[0]);
         Duration staleAfter = Duration.ofMillis(Long.parseLong(args[1]));
+        Duration sessionLease = Duration.ofMillis(Long.parseLong(args[2]));
         ChildJvm.Io io = new ChildJvm.Io();
         ExecutorService workers = Executors.newFixedThreadPool(8);
         try (var pool = db.pool("service", 10);
-                LockService locks = Library.locks(new InMemoryLeaseStore());
+                Library.Store store = Library.jdbcStore(pool, db.database());
+                LockService locks = Library.locks(store.store());
                 IdempotentExecutor executor =
                         Library.executor(Library.records(pool, db.database(), staleAfter), locks)) {
             SideEffects effects = Library.sideEffects(pool, db.database(), staleAfter);
@@ -53,7 +57,7 @@ public final class ServiceMain {
                         hangForever();
                     }
                 };
-                workers.submit(() -> serve(io, pool, executor, effects, c, afterCommit));
+                workers.submit(() -> serve(io, pool, executor, effects, sessionLease, c, afterCommit));
             }
         } finally {
             workers.shutdownNow();
@@ -65,6 +69,7 @@ public final class ServiceMain {
             DataSource pool,
             IdempotentExecutor executor,
             SideEffects effects,
+            Duration sessionLease,
             String[] c,
             Runnable afterCommit) {
         String key = c[1];
@@ -85,7 +90,13 @@ public final class ServiceMain {
             }
             String payload = "{\"account\":\"" + account + "\",\"amount\":" + amount + "}";
             Library.RequestOutcome outcome = Library.request(
-                    executor, "payments", key, payload, Library.asSideEffect(effects, payload, write, afterCommit));
+                    executor,
+                    "payments",
+                    key,
+                    payload,
+                    LockKey.of("session", account),
+                    sessionLease,
+                    Library.asSideEffect(effects, payload, write, afterCommit));
             if (outcome.completed()) {
                 io.reply("ACK " + key + " " + outcome.body());
             } else {

@@ -45,7 +45,9 @@ final class Workload implements AutoCloseable {
     private final long paceNanos;
     private final List<Thread> threads = new ArrayList<>();
     private final AtomicInteger operations = new AtomicInteger();
-    private volatile LockKey contended;
+    private volatile List<LockKey> contended = List.of();
+    private final AtomicInteger contendedGranted = new AtomicInteger();
+    private final AtomicInteger contendedRefused = new AtomicInteger();
     private volatile boolean stopped;
 
     /**
@@ -101,7 +103,29 @@ final class Workload implements AutoCloseable {
      * keys ({@code null}: no longer).
      */
     void contend(LockKey key) {
-        contended = key;
+        contend(key == null ? List.of() : List.of(key));
+    }
+
+    /**
+     * From now on each thread also takes each of {@code keys}, each as often as each of the
+     * workload's own two keys (empty: no longer): the keys another process locks, such as a
+     * service's, so that the workload's grants and that process's interleave.
+     */
+    void contend(List<LockKey> keys) {
+        contended = List.copyOf(keys);
+    }
+
+    /** How many acquires of a {@link #contend contended} key were granted so far. */
+    int contendedGranted() {
+        return contendedGranted.get();
+    }
+
+    /**
+     * How many acquires of a {@link #contend contended} key were refused so far: the key stayed
+     * taken for the whole wait, by another process or another thread of the workload.
+     */
+    int contendedRefused() {
+        return contendedRefused.get();
     }
 
     /** How many operations the workload has recorded so far. */
@@ -128,17 +152,17 @@ final class Workload implements AutoCloseable {
         LockOwner owner = LockOwner.create(name);
         long n = 0;
         while (!stopped) {
-            LockKey extra = contended;
-            int pick = ThreadLocalRandom.current().nextInt(extra == null ? 2 : 3);
-            LockKey key = pick == 2 ? extra : LockKey.of("load", keyPrefix + pick);
-            once(name, owner, key, name + "-" + n++);
+            List<LockKey> extra = contended;
+            int pick = ThreadLocalRandom.current().nextInt(2 + extra.size());
+            LockKey key = pick >= 2 ? extra.get(pick - 2) : LockKey.of("load", keyPrefix + pick);
+            once(name, owner, key, name + "-" + n++, pick >= 2);
             if (paceNanos > 0) {
                 LockSupport.parkNanos(paceNanos);
             }
         }
     }
 
-    private void once(String name, LockOwner owner, LockKey key, String effect) {
+    private void once(String name, LockOwner owner, LockKey key, String effect, boolean contendedKey) {
         String id = key.render();
         long invoked = History.now();
         history.invoking(name, Kind.ACQUIRE, id, null, invoked, 0, null, null);
@@ -147,6 +171,9 @@ final class Workload implements AutoCloseable {
             lease = locks.acquire(key, options, owner);
         } catch (LockBusyException e) {
             record(name, Kind.ACQUIRE, id, null, invoked, 0, Result.REFUSED, null, null);
+            if (contendedKey) {
+                contendedRefused.incrementAndGet();
+            }
             return;
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
@@ -157,6 +184,9 @@ final class Workload implements AutoCloseable {
             return;
         }
         record(name, Kind.ACQUIRE, id, lease.ownerToken(), invoked, lease.fence(), Result.OK, null, null);
+        if (contendedKey) {
+            contendedGranted.incrementAndGet();
+        }
         lease.onLost(e -> {
             history.lost(name, lease);
             operations.incrementAndGet();
