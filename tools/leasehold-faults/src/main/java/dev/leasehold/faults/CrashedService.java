@@ -40,7 +40,11 @@ import java.util.regex.Pattern;
  * endpoint is an {@code @Idempotent} method (the payment commits in one transaction with the
  * request's SUCCESS mark), reached over HTTP with an {@code Idempotency-Key} header; and {@code
  * side effects}, {@link ServiceMain}, where the payment is a side effect of the request, committed
- * with the effect's mark.
+ * with the effect's mark. Each idempotent payment holds its account's session lease ({@code
+ * session:a0} to {@code a3}) on the SQL lease store of the private schema, and a {@link Workload}
+ * in this JVM takes those keys on the same store through the storm, so that its grants meet the
+ * services' and the leases a killed service left behind; its operations are in the row's history
+ * (the services' grants are not).
  */
 final class CrashedService implements Scenario {
 
@@ -224,6 +228,10 @@ final class CrashedService implements Scenario {
                     committed++;
                 } else {
                     handle(reply);
+                    if (reply.startsWith("RETRY " + key + " ")) {
+                        // refused before its commit (its session busy, the workload holding it): again
+                        sendOne("REQ", key, " hang");
+                    }
                 }
             }
             restart();

@@ -47,6 +47,11 @@ import java.util.concurrent.atomic.AtomicInteger;
  * is retried as a client would, and counts towards the time). Canary: the same storm on a
  * repayment endpoint without lock or idempotency ({@link PlainRepayments}, two JVMs): lost updates
  * and double bookings.
+ *
+ * <p>A {@link Workload} in this JVM takes the notes' lock keys ({@code borrow:demo:STORM-n}, on the
+ * same Redis and key prefix) through the storm, so that its grants and the services' interleave;
+ * its operations are in the row's history with the answers (the services' grants are not). The
+ * long profile sends further storms until the history holds its least number of operations.
  */
 final class StormAcrossInstances implements Scenario {
 
