@@ -46,7 +46,7 @@ import org.awaitility.Awaitility;
  * Meanwhile two workloads ({@link Workload}) take shared keys of their own in each part: {@code WF}
  * through a second proxy to A's member that suffers each fault with A's link, then through a client
  * of all members while the leader is killed, then on the cut-off member alone; {@code WN} on every
- * member, then on the majority. One grant of {@code WF}'s in four is held (renewed) up to 1.5
+ * member, then on the majority. One grant of {@code WF}'s in four is held (renewed) up to 3
  * leases; a holder the fault meets must be told {@code onLost} within its last confirmation +
  * lease + 200 ms. The long profile repeats the proxy rounds until the history holds 10 000
  * operations.
@@ -749,7 +749,7 @@ final class EtcdFaults implements Scenario {
 
     /**
      * Two workloads on the same shared keys, each on a store of its own: the first's grants are
-     * sometimes held (renewed) for up to 1.5 leases, so that a fault meets its holders, who must be
+     * sometimes held (renewed) for up to 3 leases, so that a fault meets its holders, who must be
      * told {@code onLost} within their last confirmation + lease + {@link #LOST_SLACK}; the
      * second's are let go at once, and take the keys the first's lose.
      */
@@ -776,7 +776,7 @@ final class EtcdFaults implements Scenario {
                     "etcd-w",
                     LEASE,
                     profile,
-                    Workload.Shape.of(LOAD_KEYS, LEASE.multipliedBy(3).dividedBy(2), 4, LOAD_PACE, confirmations));
+                    Workload.Shape.of(LOAD_KEYS, LEASE.multipliedBy(3), 4, LOAD_PACE, confirmations));
             Workload brief = new Workload(
                     "WN" + part + "/",
                     briefLocks,

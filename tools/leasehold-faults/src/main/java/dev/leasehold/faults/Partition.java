@@ -67,7 +67,7 @@ import org.awaitility.core.ConditionTimeoutException;
  *
  * <p>Meanwhile two workloads ({@link Workload}) take shared keys of their own: {@code WF} through a
  * second proxy that suffers each fault at the same moment as A's link (so A's proxy counts A's
- * bytes alone), one grant in four held (renewed) up to 1.5 leases, and {@code WN} directly; a
+ * bytes alone), one grant in four held (renewed) up to 3 leases, and {@code WN} directly; a
  * {@code WF} holder cut off must be told {@code onLost} within its last confirmation + lease + 100
  * ms as A must, and {@code WN} takes the keys it loses, so grants cross the partition. The long
  * profile repeats the rounds until the history holds 10 000 operations.
@@ -178,8 +178,7 @@ final class Partition implements Scenario {
                             "partition-w",
                             LEASE,
                             profile,
-                            Workload.Shape.of(
-                                    LOAD_KEYS, LEASE.multipliedBy(3).dividedBy(2), 4, LOAD_PACE, loadConfirmations));
+                            Workload.Shape.of(LOAD_KEYS, LEASE.multipliedBy(3), 4, LOAD_PACE, loadConfirmations));
                     Workload direct = new Workload(
                             "WN",
                             nearLoad,

@@ -86,7 +86,18 @@ final class Workload implements AutoCloseable {
     private final AtomicInteger held = new AtomicInteger();
     private final AtomicInteger lost = new AtomicInteger();
     private final AtomicInteger heldAfterLoss = new AtomicInteger();
-    private final Queue<Duration> lossesAfterConfirmation = new ConcurrentLinkedQueue<>();
+    private final Queue<Loss> losses = new ConcurrentLinkedQueue<>();
+
+    /**
+     * A holder told it lost its grant.
+     *
+     * @param afterConfirmation from the grant's last confirmation to the holder's {@code onLost}
+     * @param event from that confirmation to the LOST event, or {@code null} if not seen
+     * @param key the grant's key
+     * @param cause what the lease said
+     */
+    record Loss(Duration afterConfirmation, Duration event, String key, String cause) {}
+
     private volatile boolean stopped;
 
     /**
@@ -161,7 +172,9 @@ final class Workload implements AutoCloseable {
             LockKey key =
                     LockKey.of("load", keyPrefix + ThreadLocalRandom.current().nextInt(shape.keys()));
             int failedBefore = unknown.get();
-            once(name, owner, key, name + "-" + n++);
+            // A holding workload gives each grant an owner of its own, as A, B and C have: a release
+            // of an earlier grant that a fault delayed must not meet a later grant of the same owner.
+            once(name, shape.hold().isZero() ? owner : LockOwner.create(name), key, name + "-" + n++);
             if (paceNanos > 0) {
                 LockSupport.parkNanos(paceNanos);
             }
@@ -198,7 +211,11 @@ final class Workload implements AutoCloseable {
             Long confirmed =
                     shape.confirmations() == null ? null : shape.confirmations().lastConfirmed(lease);
             if (confirmed != null) {
-                lossesAfterConfirmation.add(Duration.ofNanos(at - confirmed));
+                losses.add(new Loss(
+                        Duration.ofNanos(at - confirmed),
+                        shape.confirmations().lostAfterConfirmation(lease),
+                        id,
+                        e.getMessage()));
             }
             told.countDown();
         });
@@ -296,8 +313,8 @@ final class Workload implements AutoCloseable {
     }
 
     /** From each grant's last confirmation to its holder's {@code onLost}, for the grants told lost. */
-    List<Duration> lossesAfterConfirmation() {
-        return List.copyOf(lossesAfterConfirmation);
+    List<Loss> lossesAfterConfirmation() {
+        return List.copyOf(losses);
     }
 
     /**
@@ -306,17 +323,23 @@ final class Workload implements AutoCloseable {
      * confirmation, or whose lease still said {@code isHeld()} after it.
      */
     void report(Tally tally, String who, Duration lostBound) {
-        List<Duration> losses = lossesAfterConfirmation();
-        Duration longest = losses.stream().max(Duration::compareTo).orElse(Duration.ZERO);
+        List<Loss> losses = lossesAfterConfirmation();
+        Duration longest = losses.stream()
+                .map(Loss::afterConfirmation)
+                .max(Duration::compareTo)
+                .orElse(Duration.ZERO);
         tally.note("workload " + process + " (" + who + "): " + operations.get() + " operations, "
                 + unknown.get() + " of unknown outcome, " + refused.get() + " refused (busy or a fence), " + held.get()
                 + " grants held, " + lost.get()
                 + " holders told lost"
                 + (losses.isEmpty() ? "" : " (at most " + longest.toMillis() + " ms after their last confirmation)"));
-        for (Duration loss : losses) {
-            if (loss.compareTo(lostBound) > 0) {
-                tally.violation("a holder of workload " + process + " (" + who + ") was told it lost its grant "
-                        + loss.toMillis() + " ms after its last confirmation: beyond " + lostBound.toMillis() + " ms");
+        for (Loss loss : losses) {
+            if (loss.afterConfirmation().compareTo(lostBound) > 0) {
+                tally.violation("a holder of workload " + process + " (" + who + ") was told it lost " + loss.key()
+                        + " " + loss.afterConfirmation().toMillis() + " ms after its last confirmation: beyond "
+                        + lostBound.toMillis() + " ms [LOST event "
+                        + (loss.event() == null ? "not seen" : loss.event().toMillis() + " ms")
+                        + " after that confirmation; cause: " + loss.cause() + "]");
             }
         }
         if (heldAfterLoss.get() > 0) {
