@@ -421,7 +421,7 @@ final class Contenders {
                 "Leasehold (" + database.id() + ")",
                 database.id(),
                 LockService.builder(store).build(),
-                () -> {});
+                store::close); // its release listener stops before the pool closes
     }
 
     /**
