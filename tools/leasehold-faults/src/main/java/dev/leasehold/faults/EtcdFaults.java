@@ -43,6 +43,13 @@ import org.awaitility.Awaitility;
  * holder cut off must be told {@code onLost} by its lease's end; each next holder's fence (the
  * key's revision) must be larger; an old holder's fenced write after the new holder's must be
  * refused; the history checker sees no overlapping grants (etcd keeps what it acknowledged).
+ * Meanwhile two workloads ({@link Workload}) take shared keys of their own in each part: {@code WF}
+ * through a second proxy to A's member that suffers each fault with A's link, then through a client
+ * of all members while the leader is killed, then on the cut-off member alone; {@code WN} on every
+ * member, then on the majority. One grant of {@code WF}'s in four is held (renewed) up to 3
+ * leases; a holder the fault meets must be told {@code onLost} within its last confirmation +
+ * lease + 200 ms. The long profile repeats the proxy rounds until the history holds 10 000
+ * operations.
  * Canaries: a probe through the proxy answers before each cut and not during it (for the cut-off
  * member, a linearizable read there); the cut-off
  * holder's unfenced write after the heal lands over the new holder's; the killed leader's endpoint
@@ -66,6 +73,11 @@ final class EtcdFaults implements Scenario {
     private static final Duration RELEASED_LEASE = Duration.ofSeconds(6);
 
     private static final String TABLE = "fault_etcd";
+
+    /** The workload's shared keys, and its pause after each operation in the long profile. */
+    private static final int LOAD_KEYS = 3;
+
+    private static final Duration LOAD_PACE = Duration.ofMillis(10);
 
     @Override
     public String title() {
@@ -101,37 +113,64 @@ final class EtcdFaults implements Scenario {
             int leader = cluster.awaitLeader(Duration.ofSeconds(30));
             int follower = (leader + 1) % cluster.size();
             URI target = URI.create(cluster.endpoint(follower));
+            Workload.createTable(db);
             try (TcpProxy proxy = TcpProxy.to(target.getHost(), target.getPort());
+                    TcpProxy loadProxy = TcpProxy.to(target.getHost(), target.getPort());
                     Library.Store far =
                             Library.etcdStore(List.of("http://" + proxy.host() + ":" + proxy.port()), prefix);
+                    Library.Store farLoad =
+                            Library.etcdStore(List.of("http://" + loadProxy.host() + ":" + loadProxy.port()), prefix);
                     Library.Store near = Library.etcdStore(cluster.endpoints(), prefix);
                     LockService a = Library.locks(far.store());
                     LockService b = Library.locks(near.store())) {
-                Run run = new Run(db, tally, history, a, b, far, workers);
-                int rounds = profile.times(2);
+                // Workload threads on shared keys: behind a proxy of their own to the same member,
+                // which suffers each fault with A's link, and on every member, directly.
+                Loads loads = Loads.start(
+                        db, history, profile, "", farLoad, "behind the faulted proxy", near, "on every member");
+                Run run = new Run(db, tally, history, a, b, far, loadProxy, workers);
                 Duration longestReconnect = Duration.ZERO;
-                for (int round = 0; round < rounds; round++) {
-                    for (int part = 0; part < 3; part++) {
-                        Duration back = awaitAnswers(far);
-                        longestReconnect = back.compareTo(longestReconnect) > 0 ? back : longestReconnect;
-                        switch (part) {
-                            case 0 -> run.holderCutOff(proxy, round, round % 2 == 0);
-                            case 1 -> run.waiterCutOff(proxy, round, round % 2 == 1);
-                            default -> run.releaseAnswerLost(proxy, round);
+                try {
+                    for (int round = 0; profile.more(round, 2, history.size()); round++) {
+                        for (int part = 0; part < 3; part++) {
+                            Duration back = awaitAnswers(far);
+                            longestReconnect = back.compareTo(longestReconnect) > 0 ? back : longestReconnect;
+                            switch (part) {
+                                case 0 -> run.holderCutOff(proxy, round, round % 2 == 0);
+                                case 1 -> run.waiterCutOff(proxy, round, round % 2 == 1);
+                                default -> run.releaseAnswerLost(proxy, round);
+                            }
                         }
                     }
+                } finally {
+                    loads.close(tally);
                 }
                 tally.note("A's etcd client answered again at most " + longestReconnect.toMillis()
                         + " ms after a heal (gRPC reconnects with a back-off)");
             }
             try (Library.Store first = Library.etcdStore(cluster.endpoints(), prefix);
                     Library.Store second = Library.etcdStore(cluster.endpoints(), prefix);
+                    Library.Store firstLoad = Library.etcdStore(cluster.endpoints(), prefix);
+                    Library.Store secondLoad = Library.etcdStore(cluster.endpoints(), prefix);
                     LockService one = Library.locks(first.store());
                     LockService two = Library.locks(second.store())) {
-                Run run = new Run(db, tally, history, one, two, first, workers);
+                // Workload threads of two clients of all members: the killed leader serves both.
+                Loads loads = Loads.start(
+                        db,
+                        history,
+                        profile,
+                        "-k",
+                        firstLoad,
+                        "a client of all members, held",
+                        secondLoad,
+                        "a client of all members");
+                Run run = new Run(db, tally, history, one, two, first, null, workers);
                 int rounds = profile.times(1);
-                for (int round = 0; round < rounds; round++) {
-                    run.leaderKilled(cluster, round);
+                try {
+                    for (int round = 0; round < rounds; round++) {
+                        run.leaderKilled(cluster, round);
+                    }
+                } finally {
+                    loads.close(tally);
                 }
             }
             int rounds = profile.times(2);
@@ -143,15 +182,34 @@ final class EtcdFaults implements Scenario {
                 majority.remove(isolated);
                 Confirmations confirmations = new Confirmations();
                 try (Library.Store minority = Library.etcdStore(List.of(cluster.endpoint(isolated)), prefix);
+                        Library.Store minorityLoad = Library.etcdStore(List.of(cluster.endpoint(isolated)), prefix);
                         Library.Store rest = Library.etcdStore(majority, prefix);
                         LockService a = Library.locks(minority.store(), confirmations::record);
                         LockService b = Library.locks(rest.store())) {
-                    new Run(db, tally, history, a, b, minority, workers)
-                            .minorityCut(cluster, isolated, isolated == leading, confirmations, round);
+                    // Workload threads on A's member only, and on the majority's members.
+                    Loads loads = Loads.start(
+                            db,
+                            history,
+                            profile,
+                            "-m" + round,
+                            minorityLoad,
+                            "on the cut-off member",
+                            rest,
+                            "on the majority");
+                    try {
+                        new Run(db, tally, history, a, b, minority, null, workers)
+                                .minorityCut(cluster, isolated, isolated == leading, confirmations, round);
+                    } finally {
+                        loads.close(tally);
+                    }
                 }
             }
-            tally.check(
-                    new HistoryChecker(LOST_SLACK, true), history, HistoryChecker.effectCounts(db.dataSource(), TABLE));
+            tally.note(Workload.crossings(history, "WF", "WN")
+                    + " grants of WN came next on a key after a WF holder was told it lost it");
+            java.util.Map<String, Long> effects =
+                    new java.util.HashMap<>(HistoryChecker.effectCounts(db.dataSource(), TABLE));
+            effects.putAll(Workload.effectCounts(db.dataSource()));
+            tally.check(new HistoryChecker(LOST_SLACK, true), history, effects);
         } finally {
             workers.shutdownNow();
         }
@@ -166,6 +224,7 @@ final class EtcdFaults implements Scenario {
             LockService a,
             LockService b,
             Library.Store far,
+            TcpProxy loadProxy,
             ExecutorService workers) {
 
         /**
@@ -219,7 +278,7 @@ final class EtcdFaults implements Scenario {
                     inspect("C", b, key);
                     expect("C", taken, "r" + round + "-W-C", true);
                 }
-                proxy.heal();
+                heal(proxy);
                 Lease waiter = waiting.get(30, TimeUnit.SECONDS);
                 if (taken != null) {
                     inspect("C", b, key);
@@ -230,7 +289,7 @@ final class EtcdFaults implements Scenario {
                     release("A", waiter);
                 }
             } finally {
-                proxy.heal();
+                heal(proxy);
             }
             tally.operation();
         }
@@ -255,6 +314,9 @@ final class EtcdFaults implements Scenario {
                 throw new IllegalStateException("the probe through the proxy did not answer before the fault");
             }
             proxy.blackhole(Direction.DOWNSTREAM);
+            if (loadProxy != null) {
+                loadProxy.blackhole(Direction.DOWNSTREAM);
+            }
             history.fault("answers from etcd black-holed as A releases " + k);
             long invoked = History.now();
             Future<?> closing = workers.submit(held::close);
@@ -298,7 +360,7 @@ final class EtcdFaults implements Scenario {
                     }
                     expect("C", next, "r" + round + "-R-C0", true);
                 }
-                proxy.heal();
+                heal(proxy);
                 awaitAnswers(far);
                 // A's release again, as a client retries a release whose answer it never got.
                 long again = History.now();
@@ -322,7 +384,7 @@ final class EtcdFaults implements Scenario {
                     release("C", next);
                 }
             } finally {
-                proxy.heal();
+                heal(proxy);
             }
             tally.operation();
         }
@@ -334,15 +396,25 @@ final class EtcdFaults implements Scenario {
         private long breakLink(TcpProxy proxy, boolean blackhole, String fault, String state) {
             history.fault(fault);
             long at = System.nanoTime();
-            if (blackhole) {
-                proxy.blackhole(Direction.BOTH);
-            } else {
-                proxy.cut();
+            for (TcpProxy link : loadProxy == null ? List.of(proxy) : List.of(proxy, loadProxy)) {
+                if (blackhole) {
+                    link.blackhole(Direction.BOTH);
+                } else {
+                    link.cut();
+                }
             }
             if (!probe(proxy)) {
                 tally.canary("the probe through the proxy got no answer while " + state);
             }
             return at;
+        }
+
+        /** Lets A's link, and the far workload's with it, pass again. */
+        private void heal(TcpProxy proxy) {
+            proxy.heal();
+            if (loadProxy != null) {
+                loadProxy.heal();
+            }
         }
 
         private Lease acquireOrNull(String process, LockService service, LockKey key, Duration lease, Duration wait)
@@ -426,7 +498,7 @@ final class EtcdFaults implements Scenario {
                 }
                 expect("B", next, "r" + round + "-B", true);
                 unfenced(k, "B");
-                proxy.heal();
+                heal(proxy);
                 expect("A", held, "r" + round + "-A1", false);
                 unfenced(k, "A");
                 if ("A".equals(canaryOwner(k))) {
@@ -434,7 +506,7 @@ final class EtcdFaults implements Scenario {
                 }
                 release("B", next);
             } finally {
-                proxy.heal();
+                heal(proxy);
                 closeQuietly(held);
             }
             tally.operation();
@@ -672,6 +744,60 @@ final class EtcdFaults implements Scenario {
                     return row.next() ? row.getString(1) : null;
                 }
             }
+        }
+    }
+
+    /**
+     * Two workloads on the same shared keys, each on a store of its own: the first's grants are
+     * sometimes held (renewed) for up to 3 leases, so that a fault meets its holders, who must be
+     * told {@code onLost} within their last confirmation + lease + {@link #LOST_SLACK}; the
+     * second's are let go at once, and take the keys the first's lose.
+     */
+    private record Loads(Workload held, String heldWhere, Workload brief, String briefWhere, LockService[] services) {
+
+        static Loads start(
+                PrivateDatabase db,
+                History history,
+                Profile profile,
+                String part,
+                Library.Store heldStore,
+                String heldWhere,
+                Library.Store briefStore,
+                String briefWhere) {
+            Confirmations confirmations = new Confirmations();
+            LockService heldLocks = Library.locks(heldStore.store(), confirmations::record);
+            LockService briefLocks = Library.locks(briefStore.store());
+            // each part's threads named apart, so that their effects are too
+            Workload held = new Workload(
+                    "WF" + part + "/",
+                    heldLocks,
+                    db.dataSource(),
+                    history,
+                    "etcd-w",
+                    LEASE,
+                    profile,
+                    Workload.Shape.of(LOAD_KEYS, LEASE.multipliedBy(3), 4, LOAD_PACE, confirmations));
+            Workload brief = new Workload(
+                    "WN" + part + "/",
+                    briefLocks,
+                    db.dataSource(),
+                    history,
+                    "etcd-w",
+                    LEASE,
+                    profile,
+                    Workload.Shape.of(LOAD_KEYS, Duration.ZERO, 1, LOAD_PACE, null));
+            return new Loads(held, heldWhere, brief, briefWhere, new LockService[] {heldLocks, briefLocks});
+        }
+
+        /** Stops both, notes what they met and counts a holder told lost late as a violation. */
+        void close(Tally tally) {
+            held.close();
+            brief.close();
+            for (LockService service : services) {
+                service.close();
+            }
+            held.report(tally, heldWhere, LEASE.plus(LOST_SLACK));
+            brief.report(tally, briefWhere, LEASE.plus(LOST_SLACK));
         }
     }
 
