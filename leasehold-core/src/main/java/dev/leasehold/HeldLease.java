@@ -126,27 +126,12 @@ final class HeldLease {
         return Math.max(1, options.leaseFor().toNanos() / 3);
     }
 
-    /** After a renewal's failure: the next one a period from now. */
+    /** After a renewal's answer (or failure): the next one a period from now. */
     private void scheduleRenewal() {
-        scheduleRenewal(host.nanos());
-    }
-
-    /**
-     * After a renewal sent at {@code sentNanos} was confirmed: the next one a period after it was
-     * sent, but not before half a period after the confirmation. The leases renewed in one batch
-     * were sent together, so they fall due together again and share one entry bucket of the timer
-     * ({@link LeaseTimer}); a store slower than half a period is asked again half a period after
-     * it answered, never back to back.
-     */
-    private void scheduleRenewal(long sentNanos) {
         if (status.get().state() != State.HELD) {
             return;
         }
-        long period = renewalPeriod();
-        long now = host.nanos();
-        long due = sentNanos + period;
-        long earliest = now + period / 2;
-        renewalDueNanos = due - earliest > 0 ? due : earliest;
+        renewalDueNanos = host.nanos() + renewalPeriod();
         arm();
     }
 
@@ -292,7 +277,7 @@ final class HeldLease {
             host.emit(LeaseEvent.renewed(
                     key, host.storeName(), LockOwner.abbreviate(token), fence, Duration.ofNanos(lag)));
         }
-        scheduleRenewal(sentNanos);
+        scheduleRenewal();
     }
 
     /**

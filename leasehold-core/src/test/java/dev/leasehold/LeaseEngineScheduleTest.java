@@ -586,54 +586,6 @@ class LeaseEngineScheduleTest extends EngineHarness {
     }
 
     @Test
-    void aConfirmedRenewalFallsDueAPeriodAfterItWasSentButNotSoonerThanHalfAPeriodAfterItsAnswer() throws Exception {
-        ScriptedStore store = store(true);
-        LockService service = service(store);
-        Gate quick = new Gate();
-        Gate slow = new Gate();
-        store.script(Op.RENEW, KEY, ScriptedStore.hang(quick), ScriptedStore.hang(slow));
-        Lease lease =
-                service.tryAcquire(KEY, lease(Duration.ofSeconds(30), true)).orElseThrow();
-        try {
-            time.advance(Duration.ofSeconds(10)); // t = 10 s: the first renewal is sent
-            quick.awaitEntered();
-            time.advanceTickerOnly(Duration.ofSeconds(2));
-            quick.open(); // answered at t = 12 s
-            awaitEvents(LeaseEventType.RENEWED, 1);
-            assertThat(timedWork(service))
-                    .as("the deadline's entry, set while the renewal was in flight, gave way to the next renewal's")
-                    .isOne();
-            // Leases renewed in one batch were sent together, so they fall due together again.
-            // (The alarm for the deadline, 40 s, is further away than the windows looked at.)
-            assertThat(time.awaitEarliestTaskWithin(Duration.ofSeconds(9)))
-                    .as("the next renewal: a period after the first was sent (t = 20 s)")
-                    .isEqualTo(Duration.ofSeconds(8));
-            time.advance(Duration.ofSeconds(8)); // t = 20 s
-            slow.awaitEntered();
-            time.advanceTickerOnly(ms(9900));
-            slow.open(); // answered at t = 29.9 s, just under a period after it was sent
-            awaitEvents(LeaseEventType.RENEWED, 2);
-            assertThat(time.awaitEarliestTaskWithin(Duration.ofSeconds(9)))
-                    .as("a slow store is not asked back to back: half a period after the answer (t = 34.9 s)")
-                    .isEqualTo(Duration.ofSeconds(5));
-            time.advance(Duration.ofSeconds(5)); // t = 34.9 s
-            store.awaitCall(Op.RENEW, KEY, 3);
-            awaitEvents(LeaseEventType.RENEWED, 3);
-            assertThat(events)
-                    .filteredOn(e -> e.type() == LeaseEventType.RENEWED)
-                    .last()
-                    .satisfies(e -> assertThat(e.waited())
-                            .as("the third renewal was sent when it fell due, not earlier")
-                            .isZero());
-            assertThat(lease.isHeld()).isTrue();
-        } finally {
-            quick.open();
-            slow.open();
-            lease.close();
-        }
-    }
-
-    @Test
     void aBatchWhoseWaitRunsOutWhileTheForceReleaseWatchSubscribesAsksNothing() throws Exception {
         ScriptedStore store = store(true);
         // Store calls on the caller's thread: an ask sent after the wait ran out would be answered

@@ -123,55 +123,6 @@ class LeaseTimerTest extends EngineHarness {
     }
 
     @Test
-    void entriesDueTogetherShareOneBucketRunInTheOrderScheduledAndACancelledOneNeverRuns() {
-        LeaseTimer timer = new LeaseTimer(time.scheduler(), time);
-        List<Integer> ran = new CopyOnWriteArrayList<>();
-        List<LeaseTimer.Entry> entries = new java.util.ArrayList<>();
-        for (int i = 0; i < 1000; i++) {
-            int n = i;
-            entries.add(timer.schedule(() -> ran.add(n), ms(200)));
-        }
-        timer.schedule(() -> ran.add(-1), ms(100));
-        assertThat(timer.buckets()).as("one bucket per instant").isEqualTo(2);
-        assertThat(timer.pending()).isEqualTo(1001);
-        entries.get(0).cancel();
-        entries.get(500).cancel();
-        entries.get(999).cancel();
-        entries.get(500).cancel(); // twice: no harm
-        assertThat(timer.pending()).isEqualTo(998);
-
-        time.advance(Duration.ofMillis(200));
-        List<Integer> expected = new java.util.ArrayList<>(List.of(-1));
-        for (int i = 1; i < 999; i++) {
-            if (i != 500) {
-                expected.add(i);
-            }
-        }
-        assertThat(ran).containsExactlyElementsOf(expected);
-        assertThat(timer.pending()).isZero();
-        assertThat(timer.buckets()).as("rung buckets leave").isZero();
-        entries.get(1).cancel(); // after it ran: no harm
-        assertThat(ran).hasSize(998);
-    }
-
-    @Test
-    void aBucketEmptiedByCancelsLeavesAndTheInstantTakesEntriesAgain() {
-        LeaseTimer timer = new LeaseTimer(time.scheduler(), time);
-        List<String> ran = new CopyOnWriteArrayList<>();
-        LeaseTimer.Entry a = timer.schedule(() -> ran.add("a"), ms(300));
-        LeaseTimer.Entry b = timer.schedule(() -> ran.add("b"), ms(300));
-        a.cancel();
-        assertThat(timer.buckets()).isEqualTo(1);
-        b.cancel();
-        assertThat(timer.buckets()).as("an emptied bucket leaves at once").isZero();
-        timer.schedule(() -> ran.add("c"), ms(300)); // the same instant again
-        assertThat(timer.buckets()).isEqualTo(1);
-        time.advance(Duration.ofMillis(300));
-        assertThat(ran).containsExactly("c");
-        assertThat(timer.buckets()).isZero();
-    }
-
-    @Test
     void anEntryScheduledByARunningEntryForTheSameInstantRunsInTheSameRing() {
         LeaseTimer timer = new LeaseTimer(time.scheduler(), time);
         List<String> ran = new CopyOnWriteArrayList<>();
