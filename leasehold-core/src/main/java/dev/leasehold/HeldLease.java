@@ -102,8 +102,18 @@ final class HeldLease {
         this.acquiredNanos = requestSentNanos;
         // The store measured `remaining` after it received the request, so counting it from the
         // moment the request was sent gives a local deadline no later than the store's expiry.
-        this.deadlineNanos = requestSentNanos + grant.remaining().toNanos();
+        this.deadlineNanos = requestSentNanos + trusted(grant, options);
         this.validUntil = grant.expiresAt();
+    }
+
+    /**
+     * How long after its request a grant or renewal is trusted: what the store reported, but never
+     * more than the lease time, so a holder is told it lost the key at the latest one lease after
+     * its last confirmed request even where the store keeps the key longer (a key handed to a
+     * waiter lasts the rest of its queue place; etcd rounds a lease up to whole seconds).
+     */
+    private static long trusted(Grant grant, LeaseOptions options) {
+        return Math.min(grant.remaining().toNanos(), options.leaseFor().toNanos());
     }
 
     /**
@@ -268,8 +278,9 @@ final class HeldLease {
             markLost("the renewal was confirmed only after the local deadline");
             return;
         }
-        deadlineNanos =
-                Math.max(deadlineNanos, sentNanos + grant.get().remaining().toNanos());
+        // A renewal sets the key's expiry at the store, it does not add to it: its answer is the
+        // store's last word, even where it is sooner than what an earlier grant said.
+        deadlineNanos = sentNanos + trusted(grant.get(), options);
         validUntil = grant.get().expiresAt();
         long lag = Math.max(0, now - dueNanos);
         host.renewalConfirmed(key, lag, options.leaseFor().toNanos());

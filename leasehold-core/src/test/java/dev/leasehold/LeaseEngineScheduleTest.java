@@ -6,6 +6,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import dev.leasehold.ScriptedStore.Gate;
 import dev.leasehold.ScriptedStore.Op;
 import dev.leasehold.spi.AcquireResult;
+import dev.leasehold.spi.Grant;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.CountDownLatch;
@@ -394,6 +395,94 @@ class LeaseEngineScheduleTest extends EngineHarness {
             assertThat(lease.isHeld()).isTrue();
             assertThat(lost.getCount()).isOne();
             time.advance(ms(1)); // t = 4 s: one lease after the renewal was sent
+            assertThat(lease.isHeld()).isFalse();
+            assertThat(lost.await(5, TimeUnit.SECONDS)).isTrue();
+        } finally {
+            gate.open();
+        }
+    }
+
+    /** The store's grant or renewal, answered as valid for {@code remaining} whatever was asked. */
+    static ScriptedStore.Step validFor(Duration remaining) {
+        return new ScriptedStore.Step() {
+            @Override
+            @SuppressWarnings("unchecked")
+            public <T> T apply(ScriptedStore.Call call, Supplier<T> real) {
+                T answer = real.get();
+                if (answer instanceof AcquireResult.Granted granted) {
+                    return (T) new AcquireResult.Granted(longer(granted.grant(), remaining));
+                }
+                if (answer instanceof java.util.Optional<?> renewed && renewed.orElse(null) instanceof Grant grant) {
+                    return (T) java.util.Optional.of(longer(grant, remaining));
+                }
+                return answer;
+            }
+        };
+    }
+
+    private static Grant longer(Grant grant, Duration remaining) {
+        return new Grant(
+                grant.fence(),
+                remaining,
+                grant.expiresAt().minus(grant.remaining()).plus(remaining));
+    }
+
+    @Test
+    void aGrantTheStoreReportsAsOutlivingTheLeaseIsTrustedForTheLeaseTimeOnly() throws Exception {
+        // A store that hands a waiter the key for the rest of its queue place answers with more
+        // than the lease time; the holder is still told it lost the key one lease after it asked.
+        ScriptedStore store = store(true);
+        LockService service = service(store);
+        store.script(Op.ACQUIRE, validFor(Duration.ofSeconds(10)));
+        Lease lease =
+                service.tryAcquire(KEY, lease(Duration.ofSeconds(1), false)).orElseThrow();
+        CountDownLatch lost = new CountDownLatch(1);
+        lease.onLost(e -> lost.countDown());
+
+        time.advance(ms(999));
+        assertThat(lease.isHeld()).isTrue();
+        time.advance(ms(1));
+        assertThat(lease.isHeld()).isFalse();
+        assertThat(lost.await(5, TimeUnit.SECONDS)).isTrue();
+    }
+
+    @Test
+    void aRenewalTheStoreReportsAsOutlivingTheLeaseIsTrustedForTheLeaseTimeOnly() throws Exception {
+        // "valid for 30 s", sent at 1 s: lost one lease (3 s) after that, at 4 s
+        renewedOnceThenCutOff(Duration.ofSeconds(30), Duration.ofSeconds(4));
+    }
+
+    @Test
+    void aRenewalThatShortensTheLeaseAtTheStoreShortensItHereToo() throws Exception {
+        // A renewal sets the key's expiry at the store; it does not add to it. A store that keeps
+        // the key for less than the grant said (the grant was the rest of a queue place, the
+        // renewal one lease) is believed at its last word: "valid for 1 s", sent at 1 s, lost at
+        // 2 s although the grant said 3 s.
+        renewedOnceThenCutOff(Duration.ofSeconds(1), Duration.ofSeconds(2));
+    }
+
+    /**
+     * A 3 s lease whose first renewal, sent at 1 s, the store answers as valid for {@code
+     * answered}; every later renewal hangs. The lease is held until just before {@code lostAt} and
+     * lost then.
+     */
+    private void renewedOnceThenCutOff(Duration answered, Duration lostAt) throws Exception {
+        ScriptedStore store = store(true);
+        LockService service = service(store);
+        Lease lease =
+                service.tryAcquire(KEY, lease(Duration.ofSeconds(3), true)).orElseThrow();
+        CountDownLatch lost = new CountDownLatch(1);
+        lease.onLost(e -> lost.countDown());
+        store.script(Op.RENEW, validFor(answered));
+        assertThat(time.awaitEarliestTaskWithin(Duration.ofSeconds(1))).isEqualTo(Duration.ofSeconds(1));
+        time.advance(Duration.ofSeconds(1)); // t = 1 s: renewed
+        awaitEvents(LeaseEventType.RENEWED, 1);
+        Gate gate = new Gate();
+        store.always(Op.RENEW, ScriptedStore.hang(gate));
+        try {
+            time.advance(lostAt.minus(Duration.ofSeconds(1)).minus(ms(1)));
+            assertThat(lease.isHeld()).isTrue();
+            time.advance(ms(1));
             assertThat(lease.isHeld()).isFalse();
             assertThat(lost.await(5, TimeUnit.SECONDS)).isTrue();
         } finally {

@@ -13,7 +13,11 @@ import dev.leasehold.spi.AcquireResult;
 import dev.leasehold.spi.BatchAcquireResult;
 import dev.leasehold.spi.ReleaseNotice;
 import dev.leasehold.spi.ReleaseSubscription;
+import dev.leasehold.testkit.TcpProxy;
+import io.lettuce.core.ClientOptions;
 import io.lettuce.core.RedisClient;
+import io.lettuce.core.RedisURI;
+import io.lettuce.core.TimeoutOptions;
 import io.lettuce.core.api.StatefulRedisConnection;
 import java.time.Duration;
 import java.util.List;
@@ -39,13 +43,14 @@ class RedisFairQueueTest {
     private static final Duration LEASE = Duration.ofSeconds(30);
     private static LocalRedis local;
     private static RedisClient client;
+    private static int port;
     private static StatefulRedisConnection<String, String> probe;
     private static int keys;
 
     @BeforeAll
     static void start() throws Exception {
         local = new LocalRedis();
-        int port = LocalRedis.freePortPair();
+        port = LocalRedis.freePortPair();
         local.server(port);
         client = RedisClient.create("redis://127.0.0.1:" + port);
         probe = client.connect();
@@ -378,6 +383,96 @@ class RedisFairQueueTest {
             Lease atCLease = atC.get(5, TimeUnit.SECONDS);
             assertThat(atCLease.fence()).isGreaterThan(atBLease.fence());
             atCLease.close();
+        } finally {
+            waiters.shutdownNow();
+        }
+    }
+
+    @Test
+    void aWaiterHandedTheKeyForTheRestOfItsPlaceIsToldItLostItWithinItsLease() throws Exception {
+        // The hand-off lasts the rest of the waiter's queue place (10 s here) at the server and
+        // travels with the wake-up; the waiter asked for 500 ms without renewal, so it is told it
+        // lost the key within about that, not at the end of the place.
+        LockKey key = newKey();
+        LeaseOptions shortOnce = LeaseOptions.builder()
+                .leaseFor(Duration.ofMillis(500))
+                .waitFor(Duration.ofSeconds(20))
+                .renewal(false)
+                .build();
+        ExecutorService waiters = Executors.newSingleThreadExecutor();
+        try (RedisLeaseStore sa = fairStore(Duration.ofSeconds(10));
+                RedisLeaseStore sb = fairStore(Duration.ofSeconds(10));
+                LockService a = LockService.builder(sa).build();
+                // polls so rare that only the hand-off's wake-up gets the waiter going
+                LockService b =
+                        LockService.builder(sb).maxPoll(Duration.ofSeconds(30)).build()) {
+            Lease held = a.acquire(key, LeaseOptions.builder().leaseFor(LEASE).build(), LockOwner.create("a"));
+            LockOwner waiter = LockOwner.create("b");
+            Future<Lease> atB = waiters.submit(() -> b.acquire(key, shortOnce, waiter));
+            Awaitility.await().atMost(Duration.ofSeconds(10)).until(() -> queued(key) == 1);
+
+            held.close();
+            Lease handed = atB.get(5, TimeUnit.SECONDS);
+            LinkedBlockingQueue<Object> lost = new LinkedBlockingQueue<>();
+            handed.onLost(lost::add);
+
+            assertThat(lost.poll(5, TimeUnit.SECONDS))
+                    .as("told lost well before the place's 10 s")
+                    .isNotNull();
+            assertThat(handed.isHeld()).isFalse();
+            // the server keeps the hand-off for the rest of the place: nobody else took the key
+            assertThat(holder(sa, key)).isEqualTo(handed.ownerToken());
+            handed.close();
+        } finally {
+            waiters.shutdownNow();
+        }
+    }
+
+    @Test
+    void aHandedKeyRenewedAndThenCutOffIsNoLongerHeldOnceRedisLetItGo() throws Exception {
+        // The hand-off lasts the rest of the waiter's place (10 s); its first renewal brings the
+        // key's expiry at the server down to the lease (1 s). Cut off after that, the holder must
+        // not believe it holds the key once Redis has let it go.
+        LockKey key = newKey();
+        LeaseOptions renewed = LeaseOptions.builder()
+                .leaseFor(Duration.ofSeconds(1))
+                .waitFor(Duration.ofSeconds(20))
+                .build();
+        String leaseKey = "fairq-test:{" + key.render() + "}";
+        ExecutorService waiters = Executors.newSingleThreadExecutor();
+        try (TcpProxy proxy = TcpProxy.to("127.0.0.1", port)) {
+            RedisClient far = RedisClient.create(RedisURI.create(proxy.host(), proxy.port()));
+            far.setOptions(ClientOptions.builder()
+                    .timeoutOptions(TimeoutOptions.enabled(Duration.ofMillis(500)))
+                    .build());
+            try (RedisLeaseStore sa = fairStore(Duration.ofSeconds(10));
+                    RedisLeaseStore sb = RedisLeaseStore.builder(far)
+                            .keyPrefix("fairq-test:")
+                            .fairQueue(Duration.ofSeconds(10))
+                            .build();
+                    LockService a = LockService.builder(sa).build();
+                    LockService b = LockService.builder(sb)
+                            .maxPoll(Duration.ofSeconds(30))
+                            .build()) {
+                Lease held =
+                        a.acquire(key, LeaseOptions.builder().leaseFor(LEASE).build(), LockOwner.create("a"));
+                Future<Lease> atB = waiters.submit(() -> b.acquire(key, renewed, LockOwner.create("b")));
+                Awaitility.await().atMost(Duration.ofSeconds(10)).until(() -> queued(key) == 1);
+                held.close();
+                Lease handed = atB.get(5, TimeUnit.SECONDS);
+                Awaitility.await()
+                        .atMost(Duration.ofSeconds(5))
+                        .until(() -> probe.sync().pttl(leaseKey) <= 1000);
+
+                proxy.blackhole(TcpProxy.Direction.BOTH);
+                Awaitility.await().atMost(Duration.ofSeconds(15)).until(() -> holder(sa, key) == null);
+
+                assertThat(handed.isHeld())
+                        .as("held after Redis let the key go")
+                        .isFalse();
+            } finally {
+                far.shutdown(Duration.ZERO, Duration.ofSeconds(1));
+            }
         } finally {
             waiters.shutdownNow();
         }
