@@ -23,7 +23,10 @@ import org.slf4j.LoggerFactory;
  * and the expiry watch, on one timer entry.
  *
  * <p>Threads: the timer only decides (a renewal is due, the local deadline passed) and never calls
- * the store; each lease has one timer entry at a time, at its next renewal or its local deadline; renewals run on the engine's renewal workers, on their own or in a store batch. The state and the loss cause change
+ * the store; each lease has one timer entry at a time: at its next renewal or its local deadline,
+ * and while a renewal is in flight a period after it was sent, where the next one falls due if
+ * this one was answered by then; renewals run on the engine's renewal workers, on their own or in
+ * a store batch. The state and the loss cause change
  * together in one compare-and-set, so a loss is never seen without its cause. No lock is taken:
  * {@code close()} switches the state to RELEASED and calls the store at once, whatever renewal is
  * in flight, and a renewal reply that arrives later sees RELEASED and is dropped.
@@ -52,6 +55,8 @@ final class HeldLease {
     final long fence;
     private final LeaseOptions options;
     private final long acquiredNanos;
+    /** What a batch sends to renew it: the same every time. */
+    private final Renewal renewal;
 
     private final AtomicInteger holds = new AtomicInteger(1);
     private final AtomicReference<Status> status = new AtomicReference<>(HELD);
@@ -67,6 +72,8 @@ final class HeldLease {
     private volatile LeaseTimer.Entry timer;
     /** When the next renewal falls due; {@link #NO_RENEWAL} while renewal is off or one is in flight. */
     private volatile long renewalDueNanos = NO_RENEWAL;
+    /** Where the entry set when the last renewal was sent rings: a period after it, or the deadline. */
+    private volatile long nextRingNanos;
 
     private volatile Future<?> renewalInFlight;
 
@@ -100,6 +107,7 @@ final class HeldLease {
         this.fence = grant.fence();
         this.options = options;
         this.acquiredNanos = requestSentNanos;
+        this.renewal = new Renewal(key, token, options.leaseFor());
         // The store measured `remaining` after it received the request, so counting it from the
         // moment the request was sent gives a local deadline no later than the store's expiry.
         this.deadlineNanos = requestSentNanos + trusted(grant, options);
@@ -163,8 +171,7 @@ final class HeldLease {
     private void arm() {
         while (true) {
             long at = dueAt();
-            LeaseTimer.Entry previous =
-                    (LeaseTimer.Entry) TIMER.getAndSet(this, host.schedule(onTimer, at - host.nanos()));
+            LeaseTimer.Entry previous = (LeaseTimer.Entry) TIMER.getAndSet(this, host.scheduleAt(onTimer, at));
             if (previous != null) {
                 previous.cancel();
             }
@@ -175,6 +182,17 @@ final class HeldLease {
             if (dueAt() == at) {
                 return;
             }
+        }
+    }
+
+    /** Sets the timer entry for {@code at} in place of the one set before (see {@link #arm}). */
+    private void armAt(long at) {
+        LeaseTimer.Entry previous = (LeaseTimer.Entry) TIMER.getAndSet(this, host.scheduleAt(onTimer, at));
+        if (previous != null) {
+            previous.cancel();
+        }
+        if (status.get().state() != State.HELD) {
+            cancelTimer();
         }
     }
 
@@ -204,10 +222,21 @@ final class HeldLease {
         }
         long due = renewalDueNanos;
         boolean renew = due != NO_RENEWAL && due - now <= 0 && RENEWAL_DUE.compareAndSet(this, due, NO_RENEWAL);
-        arm();
         if (!renew) {
+            arm();
             return;
         }
+        // The entry that watches this renewal rings a period from now, rounded up to the store's
+        // renewal grid so that leases renewed in one batch fall due together again (at the
+        // deadline if that comes first): the next renewal falls due then if this one is confirmed
+        // by then, and
+        // renewed() leaves the entry as it is; else it is set at the deadline when it rings. So a
+        // renewal answered in time costs the timer one entry, none added or taken out at its answer.
+        long grid = host.renewalGrid(options.leaseFor().toNanos());
+        long next = Math.floorDiv(now + renewalPeriod() + grid - 1, grid) * grid;
+        long at = next - deadlineNanos < 0 ? next : deadlineNanos;
+        nextRingNanos = at;
+        armAt(at);
         try {
             renewalInFlight = host.requestRenewal(this, now);
         } catch (RejectedExecutionException e) {
@@ -225,7 +254,7 @@ final class HeldLease {
 
     /** This lease's renewal, for a batch. */
     Renewal renewal() {
-        return new Renewal(key, token, options.leaseFor());
+        return renewal;
     }
 
     /** On a renewal worker: renews this lease on its own; it fell due at {@code dueNanos}. */
@@ -288,7 +317,21 @@ final class HeldLease {
             host.emit(LeaseEvent.renewed(
                     key, host.storeName(), LockOwner.abbreviate(token), fence, Duration.ofNanos(lag)));
         }
-        scheduleRenewal();
+        if (status.get().state() != State.HELD) {
+            return;
+        }
+        // The next renewal falls due where the entry set when this one was sent rings, unless the
+        // answer came more than half a period after it was sent: then half a period from now, so a
+        // slow store is not asked again at once.
+        long floor = now + renewalPeriod() / 2;
+        long next = nextRingNanos - floor < 0 ? floor : nextRingNanos;
+        renewalDueNanos = next;
+        // The entry stays where it is only if it rings when it must: at the next renewal or at
+        // the deadline this answer set, whichever comes first.
+        LeaseTimer.Entry entry = timer;
+        if (entry == null || entry.ran() || entry.due() != dueAt()) {
+            arm();
+        }
     }
 
     /**

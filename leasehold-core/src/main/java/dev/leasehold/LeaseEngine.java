@@ -256,6 +256,11 @@ final class LeaseEngine implements LockService {
         }
 
         @Override
+        public LeaseTimer.Entry scheduleAt(Runnable task, long atNanos) {
+            return threads.leaseTimer().scheduleAt(task, atNanos);
+        }
+
+        @Override
         public Future<?> requestRenewal(HeldLease lease, long dueNanos) {
             RenewalBatches batches = renewalBatches();
             if (batches == null) {
@@ -263,6 +268,11 @@ final class LeaseEngine implements LockService {
             }
             return batches.add(
                     lease, RenewalBatches.window(lease.renewal().leaseFor().toNanos()));
+        }
+
+        @Override
+        public long renewalGrid(long leaseForNanos) {
+            return renewalBatches() == null ? 1 : RenewalBatches.window(leaseForNanos);
         }
 
         @Override

@@ -15,6 +15,9 @@ interface LeaseHost {
     /** Runs {@code task} on the timer thread after {@code delayNanos}, unless the entry is cancelled. */
     LeaseTimer.Entry schedule(Runnable task, long delayNanos);
 
+    /** {@link #schedule} at an instant of {@link #nanos}: the entry's due time is {@code atNanos}. */
+    LeaseTimer.Entry scheduleAt(Runnable task, long atNanos);
+
     /**
      * Has the lease renewed, which fell due at {@code dueNanos}: on a renewal worker of its own, or
      * in the next batch of a store that renews in batches. Cancelling the returned future with
@@ -25,6 +28,13 @@ interface LeaseHost {
      * @throws RejectedExecutionException once the service is closing
      */
     Future<?> requestRenewal(HeldLease lease, long dueNanos);
+
+    /**
+     * The step of the grid on which renewals of leases of {@code leaseForNanos} fall due: a store
+     * that renews in batches renews the leases that fall due in one step together, and on the grid
+     * they stay together; 1 where each lease is renewed on its own.
+     */
+    long renewalGrid(long leaseForNanos);
 
     /** A renewal was confirmed {@code lagNanos} after it fell due; a late one is reported. */
     void renewalConfirmed(LockKey key, long lagNanos, long leaseForNanos);

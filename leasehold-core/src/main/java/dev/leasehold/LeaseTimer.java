@@ -1,6 +1,5 @@
 package dev.leasehold;
 
-import java.util.NoSuchElementException;
 import java.util.concurrent.ConcurrentSkipListSet;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
@@ -34,11 +33,24 @@ final class LeaseTimer {
     private volatile long armedAt; // written under arming; meaningful while armed
     private ScheduledFuture<?> alarm; // guarded by arming
     private long generation; // guarded by arming: which alarm is the current one
-    private boolean closed; // guarded by arming
+    private volatile boolean closed; // written under arming
 
     LeaseTimer(ScheduledExecutorService timer, Ticker ticker) {
         this.timer = timer;
         this.ticker = ticker;
+    }
+
+    private static final int PENDING = 0;
+    private static final int RAN = 1;
+    private static final int CANCELLED = 2;
+    private static final java.lang.invoke.VarHandle STATE;
+
+    static {
+        try {
+            STATE = java.lang.invoke.MethodHandles.lookup().findVarHandle(Entry.class, "state", int.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
     }
 
     /** One piece of timed work; {@link #cancel} takes it out before it runs. */
@@ -46,6 +58,7 @@ final class LeaseTimer {
         private final long due;
         private final long order;
         private final Runnable task;
+        private volatile int state = PENDING;
 
         private Entry(long due, long order, Runnable task) {
             this.due = due;
@@ -53,8 +66,21 @@ final class LeaseTimer {
             this.task = task;
         }
 
+        /** When it runs, on the ticker's clock. */
+        long due() {
+            return due;
+        }
+
+        /** Whether it has run (or is running): cancelling it then looks for nothing. */
+        boolean ran() {
+            return state == RAN;
+        }
+
         void cancel() {
-            entries.remove(this);
+            // Once it ran it is out of the set: no search. A cancel and a run race for the state.
+            if (STATE.compareAndSet(this, PENDING, CANCELLED)) {
+                entries.remove(this);
+            }
         }
 
         /** By due time, then by order of scheduling (the set compares, never calls equals). */
@@ -67,7 +93,15 @@ final class LeaseTimer {
 
     /** Runs {@code task} on the timer thread once {@code delayNanos} have passed, unless cancelled. */
     Entry schedule(Runnable task, long delayNanos) {
-        Entry entry = new Entry(ticker.nanos() + Math.max(0, delayNanos), sequence.incrementAndGet(), task);
+        return scheduleAt(task, ticker.nanos() + Math.max(0, delayNanos));
+    }
+
+    /**
+     * Runs {@code task} on the timer thread at {@code atNanos} on the ticker's clock (at once if
+     * that has passed), unless cancelled; the entry's {@link Entry#due} is {@code atNanos}.
+     */
+    Entry scheduleAt(Runnable task, long atNanos) {
+        Entry entry = new Entry(atNanos, sequence.incrementAndGet(), task);
         entries.add(entry);
         // Added before the alarm is read: an alarm that rings meanwhile sees the entry when it
         // looks for the next one, or this call sees that nothing is set and sets the alarm.
@@ -118,31 +152,29 @@ final class LeaseTimer {
         }
         long now = ticker.nanos();
         while (true) {
-            Entry first = first();
+            // Taken from the head (no search); the first one not yet due goes back.
+            Entry first = entries.pollFirst();
             if (first == null) {
                 return;
             }
             if (first.due - now > 0) {
+                entries.add(first);
+                if (first.state == CANCELLED || closed) {
+                    entries.remove(first); // cancelled, or the timer closed, while it was out of the set
+                }
                 arm(first.due);
                 return;
             }
-            if (entries.remove(first)) {
-                try {
-                    first.task.run();
-                } catch (RuntimeException | Error e) {
-                    // Whatever one lease's work throws, the others' still run and the alarm is set
-                    // again.
-                    log.warn("a lease's timed work failed; ignored", e);
-                }
+            if (!STATE.compareAndSet(first, PENDING, RAN)) {
+                continue; // cancelled
             }
-        }
-    }
-
-    private Entry first() {
-        try {
-            return entries.first();
-        } catch (NoSuchElementException e) {
-            return null;
+            try {
+                first.task.run();
+            } catch (RuntimeException | Error e) {
+                // Whatever one lease's work throws, the others' still run and the alarm is set
+                // again.
+                log.warn("a lease's timed work failed; ignored", e);
+            }
         }
     }
 

@@ -461,6 +461,13 @@ class LeaseEngineScheduleTest extends EngineHarness {
         renewedOnceThenCutOff(Duration.ofSeconds(1), Duration.ofSeconds(2));
     }
 
+    @Test
+    void aRenewalAnsweredWithLessThanAPeriodIsToldLostAtItsNewDeadline() throws Exception {
+        // Sent at 1 s, watched by an entry a period later (2 s); answered "valid for 500 ms": the
+        // entry moves to the new deadline, 1.5 s, and the loss is signalled there.
+        renewedOnceThenCutOff(ms(500), ms(1500));
+    }
+
     /**
      * A 3 s lease whose first renewal, sent at 1 s, the store answers as valid for {@code
      * answered}; every later renewal hangs. The lease is held until just before {@code lostAt} and
@@ -488,6 +495,33 @@ class LeaseEngineScheduleTest extends EngineHarness {
         } finally {
             gate.open();
         }
+    }
+
+    @Test
+    void theNextRenewalFallsDueAPeriodAfterTheLastWasSentOrHalfAPeriodAfterASlowAnswer() throws Exception {
+        ScriptedStore store = store(true);
+        LockService service = service(store);
+        service.tryAcquire(KEY, lease(Duration.ofSeconds(3), true)).orElseThrow();
+        Gate first = new Gate();
+        Gate second = new Gate();
+        store.script(Op.RENEW, ScriptedStore.hang(first), ScriptedStore.hang(second));
+
+        time.advance(Duration.ofSeconds(1)); // t = 1 s: the renewal is sent and hangs
+        first.awaitEntered();
+        time.advance(ms(300));
+        first.open(); // answered at 1.3 s: the next one falls due at 2 s, a period after 1 s
+        awaitEvents(LeaseEventType.RENEWED, 1);
+        assertThat(time.awaitEarliestTaskWithin(Duration.ofSeconds(1))).isEqualTo(ms(700));
+
+        time.advance(ms(700)); // t = 2 s: sent, hangs
+        second.awaitEntered();
+        time.advance(ms(600));
+        second.open(); // answered at 2.6 s, over half a period late: the next one at 3.1 s
+        awaitEvents(LeaseEventType.RENEWED, 2);
+        time.advance(ms(400)); // t = 3 s, a period after the last was sent: not yet
+        assertThat(store.count(Op.RENEW, KEY)).isEqualTo(2);
+        time.advance(ms(100)); // t = 3.1 s
+        store.awaitCall(Op.RENEW, KEY, 3);
     }
 
     // ------------------------------------------------------------------ leases on one alarm

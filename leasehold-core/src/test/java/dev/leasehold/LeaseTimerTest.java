@@ -158,6 +158,57 @@ class LeaseTimerTest extends EngineHarness {
     }
 
     @Test
+    void anEntryCancelledWhileTheAlarmRingsEitherRanBeforeTheCancelReturnedOrNeverRuns() throws Exception {
+        // Entries due at once, cancelled by another thread while the timer thread runs them: a
+        // cancel that returns with the entry not run keeps it from ever running.
+        ScheduledThreadPoolExecutor executor = new ScheduledThreadPoolExecutor(1);
+        ExecutorService canceller = Executors.newSingleThreadExecutor();
+        try {
+            LeaseTimer timer = new LeaseTimer(executor, Ticker.system());
+            for (int round = 0; round < 50; round++) {
+                int n = 2_000;
+                java.util.concurrent.atomic.AtomicIntegerArray runs =
+                        new java.util.concurrent.atomic.AtomicIntegerArray(n);
+                LeaseTimer.Entry[] entries = new LeaseTimer.Entry[n];
+                long at = System.nanoTime() + ms(2);
+                for (int i = 0; i < n; i++) {
+                    int index = i;
+                    entries[i] = timer.scheduleAt(() -> runs.incrementAndGet(index), at);
+                }
+                boolean[] notRunAtCancel = canceller
+                        .submit(() -> {
+                            boolean[] notRun = new boolean[n];
+                            while (System.nanoTime() - at < 0) {
+                                Thread.onSpinWait(); // start with the alarm, in its order
+                            }
+                            for (int i = 0; i < n; i++) {
+                                entries[i].cancel();
+                                notRun[i] = !entries[i].ran();
+                            }
+                            return notRun;
+                        })
+                        .get(FakeTime.PATIENCE.toMillis(), TimeUnit.MILLISECONDS);
+                CountDownLatch drained = new CountDownLatch(1);
+                timer.scheduleAt(drained::countDown, at);
+                assertThat(drained.await(FakeTime.PATIENCE.toMillis(), TimeUnit.MILLISECONDS))
+                        .isTrue();
+                for (int i = 0; i < n; i++) {
+                    assertThat(runs.get(i)).as("runs of entry %d", i).isLessThanOrEqualTo(1);
+                    if (notRunAtCancel[i]) {
+                        assertThat(runs.get(i))
+                                .as("entry %d, cancelled before it ran", i)
+                                .isZero();
+                    }
+                }
+                assertThat(timer.pending()).isZero();
+            }
+        } finally {
+            canceller.shutdownNow();
+            executor.shutdownNow();
+        }
+    }
+
+    @Test
     void closingDropsEveryEntryAndAnEntryScheduledAfterwardsFromAnotherThreadNeverRuns() throws Exception {
         List<Long> alarms = new CopyOnWriteArrayList<>();
         LeaseTimer timer = new LeaseTimer(recordingDelays(alarms), time);

@@ -174,6 +174,20 @@ class RenewalBatchesTest {
     }
 
     @Test
+    void aBatchedLeasesNextRenewalFallsDueOnTheGridOfTheBatchWindow() {
+        // lease 3 s: renewed every 1 s, gathered for 50 ms; the next renewal falls due a period
+        // after the last one fell due, rounded up to a multiple of 50 ms, so that leases renewed
+        // together fall due together again.
+        time.advance(Duration.ofMillis(13));
+        hold(1);
+        time.advance(Duration.ofSeconds(1)); // t = 1.013 s: falls due, its window ends at 1.063 s
+        time.advance(Duration.ofMillis(50));
+        await().atMost(FakeTime.PATIENCE).until(() -> count(LeaseEventType.RENEWED) == 1);
+        // a period after 1.013 s is 2.013 s, on the grid 2.05 s: 987 ms after 1.063 s
+        assertThat(time.awaitEarliestTaskWithin(Duration.ofSeconds(1))).isEqualTo(Duration.ofMillis(987));
+    }
+
+    @Test
     void aBatchTheStoreFailsIsAFailedRenewalOfEachOfItsLeasesWhichAreTriedAgain() {
         List<Lease> leases = hold(120);
         store.failing.set(true);
