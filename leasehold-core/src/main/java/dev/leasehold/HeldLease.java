@@ -313,24 +313,23 @@ final class HeldLease {
         validUntil = grant.get().expiresAt();
         long lag = Math.max(0, now - dueNanos);
         host.renewalConfirmed(key, lag, options.leaseFor().toNanos());
+        if (status.get().state() == State.HELD) {
+            // The next renewal falls due where the entry set when this one was sent rings, unless
+            // the answer came more than half a period after this one fell due: then half a period
+            // from now, so a slow store is not asked again at once.
+            long floor = now + renewalPeriod() / 2;
+            long next = nextRingNanos - floor < 0 ? floor : nextRingNanos;
+            renewalDueNanos = next;
+            // The entry stays where it is only if it rings when it must: at the next renewal or
+            // at the deadline this answer set, whichever comes first.
+            LeaseTimer.Entry entry = timer;
+            if (entry == null || entry.ran() || entry.due() != dueAt()) {
+                arm();
+            }
+        }
         if (host.listening()) {
             host.emit(LeaseEvent.renewed(
                     key, host.storeName(), LockOwner.abbreviate(token), fence, Duration.ofNanos(lag)));
-        }
-        if (status.get().state() != State.HELD) {
-            return;
-        }
-        // The next renewal falls due where the entry set when this one was sent rings, unless the
-        // answer came more than half a period after it was sent: then half a period from now, so a
-        // slow store is not asked again at once.
-        long floor = now + renewalPeriod() / 2;
-        long next = nextRingNanos - floor < 0 ? floor : nextRingNanos;
-        renewalDueNanos = next;
-        // The entry stays where it is only if it rings when it must: at the next renewal or at
-        // the deadline this answer set, whichever comes first.
-        LeaseTimer.Entry entry = timer;
-        if (entry == null || entry.ran() || entry.due() != dueAt()) {
-            arm();
         }
     }
 

@@ -178,6 +178,11 @@ final class LeaseTimer {
         }
     }
 
+    /** Entries scheduled since the timer was made (the tests count what a renewal costs). */
+    long scheduled() {
+        return sequence.get();
+    }
+
     /** Entries waiting to run. */
     int pending() {
         return entries.size();

@@ -518,10 +518,28 @@ class LeaseEngineScheduleTest extends EngineHarness {
         time.advance(ms(600));
         second.open(); // answered at 2.6 s, over half a period late: the next one at 3.1 s
         awaitEvents(LeaseEventType.RENEWED, 2);
-        time.advance(ms(400)); // t = 3 s, a period after the last was sent: not yet
-        assertThat(store.count(Op.RENEW, KEY)).isEqualTo(2);
+        time.advance(ms(400)); // t = 3 s, a period after the last one fell due: not yet
+        assertThat(time.awaitEarliestTaskWithin(Duration.ofSeconds(1))).isEqualTo(ms(100));
         time.advance(ms(100)); // t = 3.1 s
         store.awaitCall(Op.RENEW, KEY, 3);
+    }
+
+    @Test
+    void aRenewalAnsweredInTimeCostsTheTimerOneEntry() throws Exception {
+        ScriptedStore store = store(true);
+        LockService service = service(store);
+        Lease lease =
+                service.tryAcquire(KEY, lease(Duration.ofSeconds(3), true)).orElseThrow();
+        LeaseTimer timer = ((LeaseEngine) service).threads.leaseTimer();
+        long before = timer.scheduled();
+        for (int renewal = 1; renewal <= 3; renewal++) {
+            time.advance(Duration.ofSeconds(1));
+            awaitEvents(LeaseEventType.RENEWED, renewal); // sent after the entry was decided
+        }
+        // one entry per renewal, set when it was sent: none at its deadline, none at its answer
+        assertThat(timer.scheduled() - before).isEqualTo(3);
+        assertThat(timer.pending()).isOne();
+        assertThat(lease.isHeld()).isTrue();
     }
 
     // ------------------------------------------------------------------ leases on one alarm
