@@ -144,7 +144,7 @@ final class HeldLease {
         return Math.max(1, options.leaseFor().toNanos() / 3);
     }
 
-    /** After a renewal's answer (or failure): the next one a period from now. */
+    /** After a renewal's failure: the next one a period from now. */
     private void scheduleRenewal() {
         if (status.get().state() != State.HELD) {
             return;
@@ -171,29 +171,27 @@ final class HeldLease {
     private void arm() {
         while (true) {
             long at = dueAt();
-            LeaseTimer.Entry previous = (LeaseTimer.Entry) TIMER.getAndSet(this, host.scheduleAt(onTimer, at));
-            if (previous != null) {
-                previous.cancel();
-            }
-            if (status.get().state() != State.HELD) {
-                cancelTimer();
-                return;
-            }
-            if (dueAt() == at) {
+            if (!armAt(at) || dueAt() == at) {
                 return;
             }
         }
     }
 
-    /** Sets the timer entry for {@code at} in place of the one set before (see {@link #arm}). */
-    private void armAt(long at) {
+    /**
+     * Sets the timer entry for {@code at} in place of the one set before (see {@link #arm}).
+     *
+     * @return false when the lease is no longer held: the entry is then taken out
+     */
+    private boolean armAt(long at) {
         LeaseTimer.Entry previous = (LeaseTimer.Entry) TIMER.getAndSet(this, host.scheduleAt(onTimer, at));
         if (previous != null) {
             previous.cancel();
         }
         if (status.get().state() != State.HELD) {
             cancelTimer();
+            return false;
         }
+        return true;
     }
 
     private void cancelTimer() {
@@ -229,9 +227,9 @@ final class HeldLease {
         // The entry that watches this renewal rings a period from now, rounded up to the store's
         // renewal grid so that leases renewed in one batch fall due together again (at the
         // deadline if that comes first): the next renewal falls due then if this one is confirmed
-        // by then, and
-        // renewed() leaves the entry as it is; else it is set at the deadline when it rings. So a
-        // renewal answered in time costs the timer one entry, none added or taken out at its answer.
+        // by then, and renewed() leaves the entry as it is; else it is set at the deadline when it
+        // rings. So a renewal answered in time costs the timer one entry, none added or taken out
+        // at its answer.
         long grid = host.renewalGrid(options.leaseFor().toNanos());
         long next = Math.floorDiv(now + renewalPeriod() + grid - 1, grid) * grid;
         long at = next - deadlineNanos < 0 ? next : deadlineNanos;

@@ -1,5 +1,7 @@
 package dev.leasehold;
 
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
 import java.util.concurrent.ConcurrentSkipListSet;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ScheduledExecutorService;
@@ -43,11 +45,11 @@ final class LeaseTimer {
     private static final int PENDING = 0;
     private static final int RAN = 1;
     private static final int CANCELLED = 2;
-    private static final java.lang.invoke.VarHandle STATE;
+    private static final VarHandle STATE;
 
     static {
         try {
-            STATE = java.lang.invoke.MethodHandles.lookup().findVarHandle(Entry.class, "state", int.class);
+            STATE = MethodHandles.lookup().findVarHandle(Entry.class, "state", int.class);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
         }

@@ -399,20 +399,11 @@ class RedisFairQueueTest {
                 .waitFor(Duration.ofSeconds(20))
                 .renewal(false)
                 .build();
-        ExecutorService waiters = Executors.newSingleThreadExecutor();
         try (RedisLeaseStore sa = fairStore(Duration.ofSeconds(10));
                 RedisLeaseStore sb = fairStore(Duration.ofSeconds(10));
                 LockService a = LockService.builder(sa).build();
-                // polls so rare that only the hand-off's wake-up gets the waiter going
-                LockService b =
-                        LockService.builder(sb).maxPoll(Duration.ofSeconds(30)).build()) {
-            Lease held = a.acquire(key, LeaseOptions.builder().leaseFor(LEASE).build(), LockOwner.create("a"));
-            LockOwner waiter = LockOwner.create("b");
-            Future<Lease> atB = waiters.submit(() -> b.acquire(key, shortOnce, waiter));
-            Awaitility.await().atMost(Duration.ofSeconds(10)).until(() -> queued(key) == 1);
-
-            held.close();
-            Lease handed = atB.get(5, TimeUnit.SECONDS);
+                LockService b = rarePolls(sb)) {
+            Lease handed = handedOff(a, b, key, shortOnce);
             LinkedBlockingQueue<Object> lost = new LinkedBlockingQueue<>();
             handed.onLost(lost::add);
 
@@ -422,9 +413,6 @@ class RedisFairQueueTest {
             assertThat(handed.isHeld()).isFalse();
             // the server keeps the hand-off for the rest of the place: nobody else took the key
             assertThat(holder(sa, key)).isEqualTo(handed.ownerToken());
-            handed.close();
-        } finally {
-            waiters.shutdownNow();
         }
     }
 
@@ -439,7 +427,6 @@ class RedisFairQueueTest {
                 .waitFor(Duration.ofSeconds(20))
                 .build();
         String leaseKey = "fairq-test:{" + key.render() + "}";
-        ExecutorService waiters = Executors.newSingleThreadExecutor();
         try (TcpProxy proxy = TcpProxy.to("127.0.0.1", port)) {
             RedisClient far = RedisClient.create(RedisURI.create(proxy.host(), proxy.port()));
             far.setOptions(ClientOptions.builder()
@@ -451,15 +438,8 @@ class RedisFairQueueTest {
                             .fairQueue(Duration.ofSeconds(10))
                             .build();
                     LockService a = LockService.builder(sa).build();
-                    LockService b = LockService.builder(sb)
-                            .maxPoll(Duration.ofSeconds(30))
-                            .build()) {
-                Lease held =
-                        a.acquire(key, LeaseOptions.builder().leaseFor(LEASE).build(), LockOwner.create("a"));
-                Future<Lease> atB = waiters.submit(() -> b.acquire(key, renewed, LockOwner.create("b")));
-                Awaitility.await().atMost(Duration.ofSeconds(10)).until(() -> queued(key) == 1);
-                held.close();
-                Lease handed = atB.get(5, TimeUnit.SECONDS);
+                    LockService b = rarePolls(sb)) {
+                Lease handed = handedOff(a, b, key, renewed);
                 Awaitility.await()
                         .atMost(Duration.ofSeconds(5))
                         .until(() -> probe.sync().pttl(leaseKey) <= 1000);
@@ -473,6 +453,26 @@ class RedisFairQueueTest {
             } finally {
                 far.shutdown(Duration.ZERO, Duration.ofSeconds(1));
             }
+        }
+    }
+
+    /** A lock service that polls so rarely that only a hand-off's wake-up gets its waiter going. */
+    private static LockService rarePolls(RedisLeaseStore store) {
+        return LockService.builder(store).maxPoll(Duration.ofSeconds(30)).build();
+    }
+
+    /**
+     * A holder of {@code a} releases {@code key} while a waiter of {@code b} waits for it with
+     * {@code waiting}. Returns the waiter's lease, handed the key.
+     */
+    private static Lease handedOff(LockService a, LockService b, LockKey key, LeaseOptions waiting) throws Exception {
+        ExecutorService waiters = Executors.newSingleThreadExecutor();
+        try {
+            Lease held = a.acquire(key, LeaseOptions.builder().leaseFor(LEASE).build(), LockOwner.create("a"));
+            Future<Lease> atB = waiters.submit(() -> b.acquire(key, waiting, LockOwner.create("b")));
+            Awaitility.await().atMost(Duration.ofSeconds(10)).until(() -> queued(key) == 1);
+            held.close();
+            return atB.get(5, TimeUnit.SECONDS);
         } finally {
             waiters.shutdownNow();
         }

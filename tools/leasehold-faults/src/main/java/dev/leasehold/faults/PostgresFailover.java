@@ -217,11 +217,7 @@ final class PostgresFailover implements Scenario {
             }
             closed = true;
             workload.close();
-            try {
-                locks.close();
-            } catch (RuntimeException e) {
-                // its server may be gone: a store failure of the releases its close sends
-            }
+            locks.close(); // a release its server no longer answers is logged, not thrown
             store.close();
             pool.close();
         }
