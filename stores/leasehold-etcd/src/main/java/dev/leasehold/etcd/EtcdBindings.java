@@ -24,6 +24,8 @@ import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -49,7 +51,29 @@ final class EtcdBindings {
     /** The etcd lease of each grant this store made or renewed, so renewals need no lookup. */
     private final ConcurrentHashMap<String, Bound> bound = new ConcurrentHashMap<>();
 
+    /** The etcd lease new grants of each length (in seconds) are bound to, while it is young. */
+    private final ConcurrentHashMap<Long, Shared> shared = new ConcurrentHashMap<>();
+
     private record Bound(String owner, long leaseId) {}
+
+    /**
+     * An etcd lease that the keys this store grants are bound to, shared by every key granted while
+     * it is young: {@code grantedAt} is when its grant was sent ({@link System#nanoTime()}), so it
+     * expires no sooner than {@code ttl} seconds after that. New keys are bound to it for a third
+     * of its TTL (so a grant on it has at least two thirds of the TTL left), then to a new one; a
+     * lease whose binding transaction went unanswered is retired at once.
+     */
+    record Shared(long id, long ttl, long grantedAt, AtomicBoolean retired) {
+
+        boolean young(long now) {
+            return !retired.get() && now - grantedAt < TimeUnit.SECONDS.toNanos(ttl) / 3;
+        }
+
+        /** What is left of the lease at {@code now}, counted from when its grant was sent. */
+        Duration remaining(long now) {
+            return Duration.ofSeconds(ttl).minusNanos(now - grantedAt);
+        }
+    }
 
     EtcdBindings(KV kv, Lease leases, EtcdKeys keys, EtcdCalls calls) {
         this.kv = kv;
@@ -76,6 +100,7 @@ final class EtcdBindings {
 
     void clear() {
         bound.clear();
+        shared.clear();
     }
 
     /**
@@ -88,16 +113,17 @@ final class EtcdBindings {
     }
 
     /**
-     * Learns the outcome of a transaction binding {@code key} to the new etcd lease {@code leaseId}
+     * Learns the outcome of a transaction binding {@code key} to the etcd lease {@code leaseId}
      * that failed without an answer (a timeout, an interrupt, a lost connection): it may have been
-     * applied, and then the key is bound to that lease, so revoking it blindly would delete the
-     * owner's live key. One transaction puts the lease's settle marker, so the pending transaction
+     * applied, and then the key is bound to that lease. One transaction puts the lease's settle marker, so the pending transaction
      * can no longer apply, and reads the key in the same revision.
      *
-     * @return the key, if the pending transaction was applied: the new lease is the key's now
-     * @throws LeaseStoreException {@code failure}, if it was not applied (the new lease is
-     *     revoked; the key is as it was), or if etcd did not answer this either (the new lease is
-     *     kept, as the key may be bound to it, and expires at its TTL)
+     * <p>The lease is shared with other keys, so it is never revoked here; it is retired: no later
+     * grant is bound to it, and it expires once the keys on it are released.
+     *
+     * @return the key, if the pending transaction was applied: the lease is the key's now
+     * @throws LeaseStoreException {@code failure}, if it was not applied (the key is as it was),
+     *     or if etcd did not answer this either (the key may be on the lease)
      */
     KeyValue settle(String operation, LockKey key, String owner, long leaseId, LeaseStoreException failure) {
         // An interrupt ends the wait for the answer, not the duty to learn the outcome.
@@ -121,26 +147,58 @@ final class EtcdBindings {
             List<KeyValue> found = txn.getGetResponses().get(0).getKvs();
             KeyValue current = found.isEmpty() ? null : found.get(0);
             if (ownedBy(current, owner) && current.getLease() == leaseId) {
-                kv.delete(marker); // not awaited: it goes with the lease anyway
+                // The marker stays (it goes with the lease): were it deleted, a copy of the
+                // transaction still on its way could bind the key again after its release.
                 log.debug("{} of {}: etcd applied the transaction whose answer was lost", operation, key);
                 return current;
             }
-            revokeLater(leaseId);
         } catch (LeaseStoreException unknown) {
             failure.addSuppressed(unknown);
-            // The key may be bound to the new lease: keep it; the next renewal reads which lease it is.
+            // The key may be bound to the lease: the next renewal reads which lease it is.
             forget(key.render(), owner);
             log.warn(
-                    "{} of {}: the outcome is unknown; etcd lease {} is kept and expires at its TTL",
+                    "{} of {}: the outcome is unknown; the key may be on etcd lease {} until it is released or"
+                            + " the lease expires",
                     operation,
                     key,
                     leaseId);
         } finally {
+            retire(leaseId); // the marker is put, or may be: no later binding to this lease could apply
             if (interrupted) {
                 Thread.currentThread().interrupt();
             }
         }
         throw failure;
+    }
+
+    /**
+     * The shared etcd lease to bind a new grant of {@code ttl} seconds to: the young one, or a new
+     * one granted now (one {@code LeaseGrant} per length per third of the TTL, however many keys).
+     */
+    Shared sharedLease(String operation, LockKey key, long ttl) {
+        Shared current = shared.get(ttl);
+        if (current != null && current.young(System.nanoTime())) {
+            return current;
+        }
+        long sent = System.nanoTime();
+        LeaseGrantResponse lease = grantLease(operation, key, ttl);
+        Shared fresh = new Shared(lease.getID(), lease.getTTL(), sent, new AtomicBoolean());
+        // Of two callers that granted at once, the later grant stays for the next keys; the other's
+        // lease holds the keys bound to it and expires once they are released.
+        shared.merge(ttl, fresh, (old, mine) -> old.grantedAt() - mine.grantedAt() > 0 && old.young(sent) ? old : mine);
+        return fresh;
+    }
+
+    /**
+     * Stops binding new grants to {@code leaseId}: its settle marker is put (or may be), so every
+     * later transaction binding a key to it would fail. The keys on it keep it while renewed.
+     */
+    void retire(long leaseId) {
+        shared.values().forEach(lease -> {
+            if (lease.id() == leaseId) {
+                lease.retired().set(true);
+            }
+        });
     }
 
     LeaseGrantResponse grantLease(String operation, LockKey key, long ttl) {
@@ -171,7 +229,7 @@ final class EtcdBindings {
         try {
             return calls.call("renew", key.render(), sent, deadlineNanos).getTTL();
         } catch (LeaseStoreException e) {
-            if (e.getCause() instanceof NoSuchLeaseException) {
+            if (leaseGone(e)) {
                 return 0;
             }
             throw e;
@@ -193,16 +251,18 @@ final class EtcdBindings {
         return ttl < 0 ? Duration.ZERO : Duration.ofSeconds(ttl + 1);
     }
 
-    void revokeLater(long leaseId) {
-        if (leaseId == 0) {
-            return;
-        }
-        // Not awaited: an etcd lease that is not revoked simply expires at its TTL.
-        leases.revoke(leaseId).whenComplete((response, failure) -> {
-            if (failure != null) {
-                log.debug("revoking etcd lease {} failed; it expires at its TTL", leaseId, failure);
+    /**
+     * Whether etcd answered that the lease the call named does not exist (it expired, or was
+     * revoked): nothing of the call was applied.
+     */
+    static boolean leaseGone(LeaseStoreException failure) {
+        for (Throwable cause = failure.getCause(); cause != null; cause = cause.getCause()) {
+            if (cause instanceof NoSuchLeaseException
+                    || (cause.getMessage() != null && cause.getMessage().contains("requested lease not found"))) {
+                return true;
             }
-        });
+        }
+        return false;
     }
 
     /** Forgets the lease of the owner's grant of the rendered key. */

@@ -42,8 +42,10 @@ import java.util.regex.Pattern;
  * A {@link LeaseStore} on etcd through jetcd: the consensus-backed store, whose grants, fences and
  * expiry do not depend on any client's timing.
  *
- * <p>Each lock is one etcd key whose value is the owner token, bound to an etcd lease of its own;
- * every operation whose condition must hold is one etcd transaction. The fence is the key's create
+ * <p>Each lock is one etcd key whose value is the owner token, bound to an etcd lease that the
+ * store shares among the keys it grants within a third of the lease time (one etcd lease per
+ * length at a time), so a renewal batch keeps many keys alive with one keep-alive; every operation
+ * whose condition must hold is one etcd transaction. The fence is the key's create
  * revision, which only grows, across expiry, force-release, restarts and leader changes. Expiry is
  * etcd's lease TTL, in whole seconds and at least etcd's shortest lease; a grant reports the
  * length etcd applied. An owner's key is never deleted by its own unanswered call. The protocol is
@@ -95,64 +97,70 @@ public final class EtcdLeaseStore implements LeaseStore {
     public AcquireResult tryAcquire(LockKey key, String owner, Duration leaseFor) {
         checkOwner(key, owner);
         long ttl = bindings.ttlSeconds(leaseFor);
+        for (int attempt = 1; ; attempt++) {
+            EtcdBindings.Shared lease = bindings.sharedLease("acquire", key, ttl);
+            AcquireResult result = tryAcquire(key, owner, lease, attempt == ATTEMPTS);
+            if (result != null) {
+                return result;
+            }
+            bindings.retire(lease.id()); // gone at etcd, or settled: the next attempt binds to a new one
+        }
+    }
+
+    /**
+     * One transaction binding the key to {@code lease}: granted, busy, or null when the lease cannot
+     * take it (etcd no longer has it, or its settle marker is put) and {@code last} is false.
+     */
+    private AcquireResult tryAcquire(LockKey key, String owner, EtcdBindings.Shared lease, boolean last) {
         ByteSequence leaseKey = keys.lease(key);
         ByteSequence value = bytes(owner);
-        LeaseGrantResponse lease = bindings.grantLease("acquire", key, ttl);
-        Cmp unsettled = bindings.unsettled(lease.getID());
-        boolean used = false;
+        Cmp unsettled = bindings.unsettled(lease.id());
+        PutOption bind = PutOption.builder().withLeaseId(lease.id()).build();
+        PutOption rebind =
+                PutOption.builder().withLeaseId(lease.id()).withPrevKV().build();
+        TxnResponse txn;
         try {
-            PutOption bind = PutOption.builder().withLeaseId(lease.getID()).build();
-            PutOption rebind =
-                    PutOption.builder().withLeaseId(lease.getID()).withPrevKV().build();
-            TxnResponse txn;
-            try {
-                txn = calls.call(
-                        "acquire",
-                        key,
-                        kv.txn()
-                                // IF the key does not exist THEN grant it on the new lease
-                                .If(new Cmp(leaseKey, Cmp.Op.EQUAL, CmpTarget.createRevision(0)), unsettled)
-                                .Then(Op.put(leaseKey, value, bind))
-                                .Else(Op.txn(
-                                        // ELSE IF it is ours THEN bind it to the new lease (the fence stays)
-                                        new Cmp[] {new Cmp(leaseKey, Cmp.Op.EQUAL, CmpTarget.value(value)), unsettled},
-                                        new Op[] {Op.put(leaseKey, value, rebind)},
-                                        // ELSE read the holder (busy)
-                                        new Op[] {Op.get(leaseKey, GetOption.DEFAULT)}))
-                                .commit());
-            } catch (LeaseStoreException unanswered) {
-                used = true; // bindings.settle() decides whether the new lease is revoked
-                KeyValue applied = bindings.settle("acquire", key, owner, lease.getID(), unanswered);
-                bindings.remember(key.render(), owner, lease.getID());
-                return new AcquireResult.Granted(grant(applied.getCreateRevision(), lease.getTTL()));
+            txn = calls.call(
+                    "acquire",
+                    key,
+                    kv.txn()
+                            // IF the key does not exist THEN grant it on the shared lease
+                            .If(new Cmp(leaseKey, Cmp.Op.EQUAL, CmpTarget.createRevision(0)), unsettled)
+                            .Then(Op.put(leaseKey, value, bind))
+                            .Else(Op.txn(
+                                    // ELSE IF it is ours THEN bind it to the shared lease (the fence stays)
+                                    new Cmp[] {new Cmp(leaseKey, Cmp.Op.EQUAL, CmpTarget.value(value)), unsettled},
+                                    new Op[] {Op.put(leaseKey, value, rebind)},
+                                    // ELSE read the holder (busy)
+                                    new Op[] {Op.get(leaseKey, GetOption.DEFAULT)}))
+                            .commit());
+        } catch (LeaseStoreException failed) {
+            if (!last && EtcdBindings.leaseGone(failed)) {
+                return null; // etcd answered: the lease expired or was revoked, nothing was written
             }
-            if (txn.isSucceeded()) {
-                used = true;
-                bindings.remember(key.render(), owner, lease.getID());
-                // The put is the transaction's only write: the key's create revision is its revision.
-                return new AcquireResult.Granted(grant(txn.getHeader().getRevision(), lease.getTTL()));
-            }
-            TxnResponse nested = txn.getTxnResponses().get(0);
-            if (nested.isSucceeded()) {
-                used = true;
-                KeyValue previous = nested.getPutResponses().get(0).getPrevKv();
-                bindings.remember(key.render(), owner, lease.getID());
-                if (previous.getLease() != lease.getID()) {
-                    bindings.revokeLater(previous.getLease());
-                }
-                return new AcquireResult.Granted(grant(previous.getCreateRevision(), lease.getTTL()));
-            }
-            List<KeyValue> holder = nested.getGetResponses().get(0).getKvs();
-            return new AcquireResult.Busy(
-                    holder.isEmpty()
-                            ? Duration.ZERO
-                            : bindings.holderRemaining(key, holder.get(0).getLease()));
-        } finally {
-            // Only after an answer: bindings.settle() decides for a transaction that gave none.
-            if (!used) {
-                bindings.revokeLater(lease.getID());
-            }
+            // No answer: bindings.settle() learns whether it was applied.
+            KeyValue applied = bindings.settle("acquire", key, owner, lease.id(), failed);
+            bindings.remember(key.render(), owner, lease.id());
+            return new AcquireResult.Granted(grant(applied.getCreateRevision(), lease.remaining(System.nanoTime())));
         }
+        if (txn.isSucceeded()) {
+            bindings.remember(key.render(), owner, lease.id());
+            // The put is the transaction's only write: the key's create revision is its revision.
+            return new AcquireResult.Granted(grant(txn.getHeader().getRevision(), lease.remaining(System.nanoTime())));
+        }
+        TxnResponse nested = txn.getTxnResponses().get(0);
+        if (nested.isSucceeded()) {
+            KeyValue previous = nested.getPutResponses().get(0).getPrevKv();
+            bindings.remember(key.render(), owner, lease.id());
+            return new AcquireResult.Granted(grant(previous.getCreateRevision(), lease.remaining(System.nanoTime())));
+        }
+        List<KeyValue> holder = nested.getGetResponses().get(0).getKvs();
+        if (holder.isEmpty() || ownedBy(holder.get(0), owner)) {
+            // Free, or ours, and still not granted: the lease's settle marker is put.
+            return last ? new AcquireResult.Busy(Duration.ZERO) : null;
+        }
+        return new AcquireResult.Busy(
+                bindings.holderRemaining(key, holder.get(0).getLease()));
     }
 
     @Override
@@ -191,7 +199,7 @@ public final class EtcdLeaseStore implements LeaseStore {
                 return Optional.empty();
             }
             if (granted != ttl) {
-                return rebind(key, owner, ttl, leaseId);
+                return rebind(key, owner, ttl);
             }
             bindings.remember(rendered, owner, leaseId);
             return Optional.of(grant(current.getCreateRevision(), granted));
@@ -215,55 +223,58 @@ public final class EtcdLeaseStore implements LeaseStore {
     }
 
     /**
-     * Binds the owner's key, now on {@code oldLease}, to a new lease of another length, if the
-     * owner still holds it.
+     * Binds the owner's key to the shared lease of another length, if the owner still holds it.
+     * The lease it was on is not revoked: other keys may be on it.
      */
-    private Optional<Grant> rebind(LockKey key, String owner, long ttl, long oldLease) {
+    private Optional<Grant> rebind(LockKey key, String owner, long ttl) {
         ByteSequence leaseKey = keys.lease(key);
         ByteSequence value = bytes(owner);
-        LeaseGrantResponse lease = bindings.grantLease("renew", key, ttl);
-        boolean used = false;
-        try {
+        for (int attempt = 1; ; attempt++) {
+            EtcdBindings.Shared lease = bindings.sharedLease("renew", key, ttl);
             TxnResponse txn;
             try {
                 txn = calls.call(
                         "renew",
                         key,
                         kv.txn()
-                                // IF the key is ours THEN bind it to the new lease (the fence stays)
+                                // IF the key is ours THEN bind it to the shared lease (the fence stays)
                                 .If(
                                         new Cmp(leaseKey, Cmp.Op.EQUAL, CmpTarget.value(value)),
-                                        bindings.unsettled(lease.getID()))
+                                        bindings.unsettled(lease.id()))
                                 .Then(Op.put(
                                         leaseKey,
                                         value,
                                         PutOption.builder()
-                                                .withLeaseId(lease.getID())
+                                                .withLeaseId(lease.id())
                                                 .withPrevKV()
                                                 .build()))
+                                .Else(Op.get(leaseKey, GetOption.DEFAULT))
                                 .commit());
-            } catch (LeaseStoreException unanswered) {
-                used = true; // bindings.settle() decides whether the new lease is revoked
-                KeyValue applied = bindings.settle("renew", key, owner, lease.getID(), unanswered);
-                bindings.remember(key.render(), owner, lease.getID());
-                bindings.revokeLater(oldLease);
-                return Optional.of(grant(applied.getCreateRevision(), lease.getTTL()));
+            } catch (LeaseStoreException failed) {
+                if (attempt < ATTEMPTS && EtcdBindings.leaseGone(failed)) {
+                    bindings.retire(lease.id());
+                    continue;
+                }
+                KeyValue applied = bindings.settle("renew", key, owner, lease.id(), failed);
+                bindings.remember(key.render(), owner, lease.id());
+                return Optional.of(grant(applied.getCreateRevision(), lease.remaining(System.nanoTime())));
             }
-            if (!txn.isSucceeded()) {
-                bindings.forget(key.render(), owner);
-                return Optional.empty();
+            if (txn.isSucceeded()) {
+                KeyValue previous = txn.getPutResponses().get(0).getPrevKv();
+                bindings.remember(key.render(), owner, lease.id());
+                return Optional.of(grant(previous.getCreateRevision(), lease.remaining(System.nanoTime())));
             }
-            used = true;
-            KeyValue previous = txn.getPutResponses().get(0).getPrevKv();
-            bindings.remember(key.render(), owner, lease.getID());
-            bindings.revokeLater(previous.getLease());
-            return Optional.of(grant(previous.getCreateRevision(), lease.getTTL()));
-        } finally {
-            // Only after an answer: bindings.settle() decides for a transaction that gave none.
-            if (!used) {
-                bindings.revokeLater(lease.getID());
+            if (attempt < ATTEMPTS && ownedBy(firstOf(txn.getGetResponses().get(0)), owner)) {
+                bindings.retire(lease.id()); // ours, and not bound: the lease's settle marker is put
+                continue;
             }
+            bindings.forget(key.render(), owner);
+            return Optional.empty();
         }
+    }
+
+    private static KeyValue firstOf(GetResponse response) {
+        return response.getKvs().isEmpty() ? null : response.getKvs().get(0);
     }
 
     @Override
@@ -276,16 +287,11 @@ public final class EtcdLeaseStore implements LeaseStore {
                 kv.txn()
                         // IF the key is ours THEN delete it
                         .If(new Cmp(leaseKey, Cmp.Op.EQUAL, CmpTarget.value(bytes(owner))))
-                        .Then(Op.delete(
-                                leaseKey,
-                                DeleteOption.builder().withPrevKV(true).build()))
+                        .Then(Op.delete(leaseKey, DeleteOption.DEFAULT))
                         .commit());
         bindings.forget(key.render(), owner);
-        if (!txn.isSucceeded()) {
-            return false;
-        }
-        txn.getDeleteResponses().get(0).getPrevKvs().forEach(previous -> bindings.revokeLater(previous.getLease()));
-        return true;
+        // The etcd lease is not revoked: other keys may be bound to it; unrenewed, it expires.
+        return txn.isSucceeded();
     }
 
     // ---------------------------------------------------------------- operators
@@ -367,10 +373,8 @@ public final class EtcdLeaseStore implements LeaseStore {
                             .Then(then.toArray(Op[]::new))
                             .commit());
             if (txn.isSucceeded()) {
+                // The holder's etcd lease is not revoked: the holder's other keys may be bound to it.
                 bindings.forget(key.render());
-                if (current != null) {
-                    bindings.revokeLater(current.getLease());
-                }
                 return current != null;
             }
         }
@@ -428,7 +432,10 @@ public final class EtcdLeaseStore implements LeaseStore {
     }
 
     private Grant grant(long fence, long ttlSeconds) {
-        Duration remaining = Duration.ofSeconds(ttlSeconds);
+        return grant(fence, Duration.ofSeconds(ttlSeconds));
+    }
+
+    private Grant grant(long fence, Duration remaining) {
         return new Grant(fence, remaining, clock.instant().plus(remaining));
     }
 

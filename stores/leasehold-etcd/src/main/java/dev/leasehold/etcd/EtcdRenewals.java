@@ -15,8 +15,10 @@ import io.etcd.jetcd.lease.LeaseKeepAliveResponse;
 import io.etcd.jetcd.op.Op;
 import io.etcd.jetcd.options.GetOption;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import java.util.Optional;
 import java.util.Set;
@@ -81,27 +83,34 @@ final class EtcdRenewals {
             ttls[i] = bindings.ttlSeconds(chunk.get(i).leaseFor());
         }
         List<CompletableFuture<LeaseKeepAliveResponse>> sent = new ArrayList<>(n);
+        // Keys granted together share an etcd lease: one keep-alive per lease, however many keys.
+        Map<Long, CompletableFuture<LeaseKeepAliveResponse>> perLease = new HashMap<>();
         for (Renewal renewal : chunk) {
             Long known = bindings.leaseOf(renewal.key().render(), renewal.owner());
             leaseIds[sent.size()] = known == null ? 0 : known;
-            sent.add(known == null ? null : bindings.keepAliveAsync(known));
+            sent.add(known == null ? null : perLease.computeIfAbsent(known, bindings::keepAliveAsync));
         }
-        long[] granted = new long[n];
         long deadline = calls.deadline(); // one timeout for the keep-alives sent together
+        Map<Long, Long> ttlOfLease = new HashMap<>();
         LeaseStoreException failure = null;
         for (int i = 0; i < n; i++) {
-            if (sent.get(i) == null) {
-                continue;
+            if (sent.get(i) == null || ttlOfLease.containsKey(leaseIds[i])) {
+                continue; // each keep-alive is waited for once: a timeout cancels it
             }
             try {
-                granted[i] = bindings.keptAlive(chunk.get(i).key(), sent.get(i), deadline);
+                ttlOfLease.put(leaseIds[i], bindings.keptAlive(chunk.get(i).key(), sent.get(i), deadline));
             } catch (LeaseStoreException e) {
                 // wait for every answer before failing, so none is left running behind the call
+                ttlOfLease.put(leaseIds[i], 0L);
                 failure = failure == null ? e : failure;
             }
         }
         if (failure != null) {
             throw failure;
+        }
+        long[] granted = new long[n];
+        for (int i = 0; i < n; i++) {
+            granted[i] = sent.get(i) == null ? 0 : ttlOfLease.get(leaseIds[i]);
         }
         // Read after the keep-alives: a key still ours on that lease now was extended while ours.
         List<KeyValue> current = readBack(chunk, sent);

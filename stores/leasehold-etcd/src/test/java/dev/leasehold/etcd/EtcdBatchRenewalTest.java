@@ -13,15 +13,10 @@ import dev.leasehold.testkit.TcpProxy;
 import dev.leasehold.testkit.TestServices;
 import io.etcd.jetcd.Client;
 import java.net.URI;
-import java.net.http.HttpClient;
-import java.net.http.HttpRequest;
-import java.net.http.HttpResponse;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Optional;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -143,19 +138,6 @@ class EtcdBatchRenewalTest {
 
     /** etcd's count of answered calls of one KV method, summed over its result codes. */
     private static long handled(String method) throws Exception {
-        String metrics = HttpClient.newHttpClient()
-                .send(
-                        HttpRequest.newBuilder(URI.create(etcd.endpoint(0) + "/metrics"))
-                                .build(),
-                        HttpResponse.BodyHandlers.ofString())
-                .body();
-        Matcher line = Pattern.compile("(?m)^grpc_server_handled_total\\{[^}]*grpc_method=\"" + method
-                        + "\"[^}]*grpc_service=\"etcdserverpb.KV\"[^}]*} ([0-9.e+]+)$")
-                .matcher(metrics);
-        long total = 0;
-        while (line.find()) {
-            total += (long) Double.parseDouble(line.group(1));
-        }
-        return total;
+        return EtcdMetrics.sum(etcd.endpoint(0), "grpc_server_handled_total", method);
     }
 }

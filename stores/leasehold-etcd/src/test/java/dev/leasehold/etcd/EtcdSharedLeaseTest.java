@@ -1,0 +1,172 @@
+package dev.leasehold.etcd;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import dev.leasehold.LeaseInfo;
+import dev.leasehold.LockKey;
+import dev.leasehold.spi.AcquireResult;
+import dev.leasehold.spi.Grant;
+import dev.leasehold.spi.Renewal;
+import dev.leasehold.testkit.EtcdCluster;
+import dev.leasehold.testkit.TestServices;
+import io.etcd.jetcd.Client;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Optional;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Keys a store grants close together share one etcd lease, so holding many keys costs etcd a lease
+ * grant per third of the lease time and one keep-alive per renewal batch, not one of each per key;
+ * and no operation on one key ends another key's hold. Counted at the server: etcd's own message
+ * counters ({@code grpc_server_msg_received_total} on its {@code /metrics}), on a node of this
+ * test's own.
+ */
+class EtcdSharedLeaseTest {
+
+    private static final Duration LEASE = Duration.ofSeconds(30);
+
+    private static EtcdCluster etcd;
+    private static Client client;
+    private static Client other;
+
+    @BeforeAll
+    static void start() throws Exception {
+        etcd = TestServices.etcdCluster(1);
+        client = Client.builder()
+                .endpoints(etcd.endpoints().toArray(String[]::new))
+                .build();
+        other = Client.builder()
+                .endpoints(etcd.endpoints().toArray(String[]::new))
+                .build();
+    }
+
+    @AfterAll
+    static void stop() {
+        if (client != null) {
+            client.close();
+            other.close();
+        }
+        if (etcd != null) {
+            etcd.close();
+        }
+    }
+
+    @Test
+    void keysTakenTogetherCostEtcdOneLeaseAndOneKeepAlivePerBatchNotOneEachPerKey() throws Exception {
+        EtcdLeaseStore store = EtcdLeaseStore.builder(client).build();
+        List<Renewal> batch = new ArrayList<>();
+        long grantsBefore = received("LeaseGrant");
+        for (int i = 0; i < 100; i++) {
+            LockKey key = LockKey.of("etcd-shared", "k" + i);
+            assertThat(store.tryAcquire(key, "owner-" + i, LEASE)).isInstanceOf(AcquireResult.Granted.class);
+            batch.add(new Renewal(key, "owner-" + i, LEASE));
+        }
+        long grants = received("LeaseGrant") - grantsBefore;
+
+        long keepAlivesBefore = received("LeaseKeepAlive");
+        List<Optional<Grant>> answers = store.renewAll(batch);
+        long keepAlives = received("LeaseKeepAlive") - keepAlivesBefore;
+
+        assertThat(answers).hasSize(100).allSatisfy(answer -> assertThat(answer).isPresent());
+        // one lease per third of the lease time (10 s here); 100 keys are taken well within it
+        assertThat(grants).as("etcd leases granted for 100 keys").isLessThanOrEqualTo(3);
+        assertThat(keepAlives).as("keep-alives for a batch of 100 keys").isLessThanOrEqualTo(3);
+        assertThat(store.inspect(batch.get(99).key()))
+                .map(LeaseInfo::remaining)
+                .hasValueSatisfying(left -> assertThat(left).isGreaterThan(LEASE.minusSeconds(5)));
+        batch.forEach(r -> store.release(r.key(), r.owner()));
+        store.close();
+    }
+
+    @Test
+    void aTryOfAHeldKeyAsksEtcdForNoLease() throws Exception {
+        EtcdLeaseStore holder = EtcdLeaseStore.builder(client).build();
+        EtcdLeaseStore trier = EtcdLeaseStore.builder(other).build();
+        LockKey key = LockKey.of("etcd-shared", "busy");
+        assertThat(holder.tryAcquire(key, "holder", LEASE)).isInstanceOf(AcquireResult.Granted.class);
+        assertThat(trier.tryAcquire(LockKey.of("etcd-shared", "warm"), "warm", LEASE))
+                .isInstanceOf(AcquireResult.Granted.class);
+
+        long grantsBefore = received("LeaseGrant");
+        long revokesBefore = received("LeaseRevoke");
+        for (int i = 0; i < 20; i++) {
+            assertThat(trier.tryAcquire(key, "trier-" + i, LEASE)).isInstanceOf(AcquireResult.Busy.class);
+        }
+
+        assertThat(received("LeaseGrant") - grantsBefore)
+                .as("leases granted by 20 refused tries")
+                .isZero();
+        assertThat(received("LeaseRevoke") - revokesBefore)
+                .as("leases revoked by 20 refused tries")
+                .isZero();
+        holder.release(key, "holder");
+        trier.release(LockKey.of("etcd-shared", "warm"), "warm");
+        holder.close();
+        trier.close();
+    }
+
+    @Test
+    void releasingOrForceReleasingOneKeyLeavesTheOtherKeysOnItsEtcdLeaseHeld() {
+        EtcdLeaseStore store = EtcdLeaseStore.builder(client).build();
+        EtcdLeaseStore operator = EtcdLeaseStore.builder(other).build();
+        LockKey released = LockKey.of("etcd-shared", "released");
+        LockKey forced = LockKey.of("etcd-shared", "forced");
+        LockKey kept = LockKey.of("etcd-shared", "kept");
+        store.tryAcquire(released, "a", LEASE);
+        store.tryAcquire(forced, "b", LEASE);
+        long fence = ((AcquireResult.Granted) store.tryAcquire(kept, "c", LEASE))
+                .grant()
+                .fence();
+
+        assertThat(store.release(released, "a")).isTrue();
+        assertThat(operator.forceRelease(forced)).isTrue();
+
+        assertThat(store.renew(forced, "b", LEASE)).as("the key forced away").isEmpty();
+        assertThat(store.renew(kept, "c", LEASE)).map(Grant::fence).contains(fence);
+        assertThat(operator.inspect(kept)).map(LeaseInfo::ownerToken).contains("c");
+        assertThat(operator.tryAcquire(kept, "intruder", LEASE)).isInstanceOf(AcquireResult.Busy.class);
+        store.release(kept, "c");
+        store.close();
+        operator.close();
+    }
+
+    @Test
+    void aGrantAfterTheSharedEtcdLeaseWentAwayIsBoundToANewOne() throws Exception {
+        EtcdLeaseStore store = EtcdLeaseStore.builder(client).build();
+        LockKey first = LockKey.of("etcd-shared", "before-revoke");
+        LockKey second = LockKey.of("etcd-shared", "after-revoke");
+        assertThat(store.tryAcquire(first, "a", LEASE)).isInstanceOf(AcquireResult.Granted.class);
+        long lease = etcdLeaseOf(first);
+        // as etcd does when the lease expires while this process is paused
+        other.getLeaseClient().revoke(lease).get(5, TimeUnit.SECONDS);
+
+        assertThat(store.tryAcquire(second, "b", LEASE)).isInstanceOf(AcquireResult.Granted.class);
+
+        assertThat(etcdLeaseOf(second)).isNotEqualTo(lease);
+        assertThat(store.renew(second, "b", LEASE)).isPresent();
+        assertThat(store.renew(first, "a", LEASE))
+                .as("the key on the lease that went away")
+                .isEmpty();
+        store.release(second, "b");
+        store.close();
+    }
+
+    private static long etcdLeaseOf(LockKey key) throws Exception {
+        return other.getKVClient()
+                .get(new EtcdKeys("leasehold/").lease(key))
+                .get(5, TimeUnit.SECONDS)
+                .getKvs()
+                .get(0)
+                .getLease();
+    }
+
+    /** etcd's count of messages received by one gRPC method. */
+    private static long received(String method) throws Exception {
+        return EtcdMetrics.sum(etcd.endpoint(0), "grpc_server_msg_received_total", method);
+    }
+}
