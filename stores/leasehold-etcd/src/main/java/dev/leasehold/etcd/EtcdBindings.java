@@ -51,27 +51,43 @@ final class EtcdBindings {
     /** The etcd lease of each grant this store made or renewed, so renewals need no lookup. */
     private final ConcurrentHashMap<String, Bound> bound = new ConcurrentHashMap<>();
 
-    /** The etcd lease new grants of each length (in seconds) are bound to, while it is young. */
+    /** The etcd lease new grants of each length (in seconds) are bound to, while it serves. */
     private final ConcurrentHashMap<Long, Shared> shared = new ConcurrentHashMap<>();
 
     private record Bound(String owner, long leaseId) {}
 
     /**
-     * An etcd lease that the keys this store grants are bound to, shared by every key granted while
-     * it is young: {@code grantedAt} is when its grant was sent ({@link System#nanoTime()}), so it
-     * expires no sooner than {@code ttl} seconds after that. New keys are bound to it for a third
-     * of its TTL (so a grant on it has at least two thirds of the TTL left), then to a new one; a
-     * lease whose binding transaction went unanswered is retired at once.
+     * How long one shared etcd lease takes new grants at most, from its own grant: keys granted in
+     * one such span share a lease, so a key its holder no longer renews stays in etcd at most as
+     * long as the other keys of its span are renewed (see {@code docs/design/etcd.md}).
      */
-    record Shared(long id, long ttl, long grantedAt, AtomicBoolean retired) {
+    static final long SERVES_NANOS = TimeUnit.SECONDS.toNanos(60);
 
-        boolean young(long now) {
-            return !retired.get() && now - grantedAt < TimeUnit.SECONDS.toNanos(ttl) / 3;
+    /**
+     * An etcd lease that the keys this store grants are bound to, shared by every key granted while
+     * it serves: for {@link #SERVES_NANOS} after its grant was sent, and only while it was kept
+     * alive within the last sixth of its TTL. {@code confirmedAt} is when the last request that etcd
+     * answered with the lease alive was sent (its grant, or a keep-alive), in {@link
+     * System#nanoTime()}: etcd keeps the lease at least {@code ttl} seconds after it. So a grant
+     * bound to it has at least five sixths of the TTL left. A lease whose binding transaction went
+     * unanswered is retired at once.
+     */
+    record Shared(long id, long ttl, long grantedAt, AtomicLong confirmedAt, AtomicBoolean retired) {
+
+        boolean serves(long now) {
+            return !retired.get()
+                    && now - grantedAt < SERVES_NANOS
+                    && now - confirmedAt.get() < TimeUnit.SECONDS.toNanos(ttl) / 6;
         }
 
-        /** What is left of the lease at {@code now}, counted from when its grant was sent. */
+        /** What is left of the lease at {@code now}, counted from the last request that confirmed it. */
         Duration remaining(long now) {
-            return Duration.ofSeconds(ttl).minusNanos(now - grantedAt);
+            return Duration.ofSeconds(ttl).minusNanos(now - confirmedAt.get());
+        }
+
+        /** etcd answered a keep-alive sent at {@code sentNanos} with the lease alive. */
+        void confirmed(long sentNanos) {
+            confirmedAt.accumulateAndGet(sentNanos, (last, sent) -> sent - last > 0 ? sent : last);
         }
     }
 
@@ -172,20 +188,23 @@ final class EtcdBindings {
     }
 
     /**
-     * The shared etcd lease to bind a new grant of {@code ttl} seconds to: the young one, or a new
-     * one granted now (one {@code LeaseGrant} per length per third of the TTL, however many keys).
+     * The shared etcd lease to bind a new grant of {@code ttl} seconds to: the one that serves, or
+     * a new one granted now. While keys are held and renewed, their keep-alives keep the lease
+     * serving, so a store asks etcd for one lease per length per {@link #SERVES_NANOS}, however
+     * many keys it grants.
      */
     Shared sharedLease(String operation, LockKey key, long ttl) {
         Shared current = shared.get(ttl);
-        if (current != null && current.young(System.nanoTime())) {
+        if (current != null && current.serves(System.nanoTime())) {
             return current;
         }
         long sent = System.nanoTime();
         LeaseGrantResponse lease = grantLease(operation, key, ttl);
-        Shared fresh = new Shared(lease.getID(), lease.getTTL(), sent, new AtomicBoolean());
+        Shared fresh = new Shared(lease.getID(), lease.getTTL(), sent, new AtomicLong(sent), new AtomicBoolean());
         // Of two callers that granted at once, the later grant stays for the next keys; the other's
-        // lease holds the keys bound to it and expires once they are released.
-        shared.merge(ttl, fresh, (old, mine) -> old.grantedAt() - mine.grantedAt() > 0 && old.young(sent) ? old : mine);
+        // lease holds the keys bound to it and expires once nothing renews them.
+        shared.merge(
+                ttl, fresh, (old, mine) -> old.grantedAt() - mine.grantedAt() > 0 && old.serves(sent) ? old : mine);
         return fresh;
     }
 
@@ -216,9 +235,23 @@ final class EtcdBindings {
         return keptAlive(key, keepAliveAsync(leaseId), calls.deadline());
     }
 
-    /** Sends one keep-alive of {@code leaseId}; {@link #keptAlive} waits for its answer. */
+    /**
+     * Sends one keep-alive of {@code leaseId}; {@link #keptAlive} waits for its answer. An answer
+     * with the lease alive confirms the shared lease it may be, from the moment it was sent.
+     */
     CompletableFuture<LeaseKeepAliveResponse> keepAliveAsync(long leaseId) {
-        return leases.keepAliveOnce(leaseId);
+        long sent = System.nanoTime();
+        CompletableFuture<LeaseKeepAliveResponse> answer = leases.keepAliveOnce(leaseId);
+        answer.thenAccept(response -> {
+            if (response.getTTL() > 0) {
+                shared.values().forEach(lease -> {
+                    if (lease.id() == leaseId) {
+                        lease.confirmed(sent);
+                    }
+                });
+            }
+        });
+        return answer;
     }
 
     /**

@@ -43,12 +43,12 @@ import java.util.regex.Pattern;
  * expiry do not depend on any client's timing.
  *
  * <p>Each lock is one etcd key whose value is the owner token, bound to an etcd lease that the
- * store shares among the keys it grants within a third of the lease time (one etcd lease per
- * length at a time), so a renewal batch keeps many keys alive with one keep-alive; every operation
- * whose condition must hold is one etcd transaction. The fence is the key's create
- * revision, which only grows, across expiry, force-release, restarts and leader changes. Expiry is
- * etcd's lease TTL, in whole seconds and at least etcd's shortest lease; a grant reports the
- * length etcd applied. An owner's key is never deleted by its own unanswered call. The protocol is
+ * store shares among the keys it grants (one per lease length, replaced every minute), so a
+ * renewal batch keeps many keys alive with one keep-alive; every operation whose condition must
+ * hold is one etcd transaction. The fence is the key's create revision, which only grows, across
+ * expiry, force-release, restarts and leader changes. Expiry is etcd's lease TTL, in whole seconds
+ * and at least etcd's shortest lease; a grant reports what is left of its etcd lease, at least five
+ * sixths of that TTL. An owner's key is never deleted by its own unanswered call. The protocol is
  * described in {@code docs/design/etcd.md}.
  *
  * <p>etcd reports remaining times, not instants: {@code expiresAt} is this JVM's clock plus the
@@ -72,6 +72,7 @@ public final class EtcdLeaseStore implements LeaseStore {
     private final EtcdKeys keys;
     private final Clock clock;
     private final EtcdRenewals renewals;
+    private final EtcdOrphans orphans;
 
     private final AtomicBoolean closed = new AtomicBoolean();
 
@@ -82,6 +83,7 @@ public final class EtcdLeaseStore implements LeaseStore {
         this.bindings = new EtcdBindings(kv, builder.client.getLeaseClient(), keys, calls);
         this.watches = new EtcdWatches(builder.client.getWatchClient(), keys, builder.timeout);
         this.clock = builder.clock;
+        this.orphans = new EtcdOrphans(kv, keys, builder.timeout);
         this.renewals =
                 new EtcdRenewals(kv, keys, calls, bindings, this::grant, r -> renew(r.key(), r.owner(), r.leaseFor()));
     }
@@ -118,6 +120,9 @@ public final class EtcdLeaseStore implements LeaseStore {
         PutOption bind = PutOption.builder().withLeaseId(lease.id()).build();
         PutOption rebind =
                 PutOption.builder().withLeaseId(lease.id()).withPrevKV().build();
+        // What is left of the lease when the request leaves, not when its answer arrives: the
+        // engine counts the grant from its own send, so a round trip is not subtracted twice.
+        Duration left = lease.remaining(System.nanoTime());
         TxnResponse txn;
         try {
             txn = calls.call(
@@ -135,24 +140,27 @@ public final class EtcdLeaseStore implements LeaseStore {
                                     new Op[] {Op.get(leaseKey, GetOption.DEFAULT)}))
                             .commit());
         } catch (LeaseStoreException failed) {
-            if (!last && EtcdBindings.leaseGone(failed)) {
+            if (EtcdBindings.leaseGone(failed)) {
+                if (last) {
+                    throw failed;
+                }
                 return null; // etcd answered: the lease expired or was revoked, nothing was written
             }
             // No answer: bindings.settle() learns whether it was applied.
             KeyValue applied = bindings.settle("acquire", key, owner, lease.id(), failed);
             bindings.remember(key.render(), owner, lease.id());
-            return new AcquireResult.Granted(grant(applied.getCreateRevision(), lease.remaining(System.nanoTime())));
+            return new AcquireResult.Granted(grant(applied.getCreateRevision(), left));
         }
         if (txn.isSucceeded()) {
             bindings.remember(key.render(), owner, lease.id());
             // The put is the transaction's only write: the key's create revision is its revision.
-            return new AcquireResult.Granted(grant(txn.getHeader().getRevision(), lease.remaining(System.nanoTime())));
+            return new AcquireResult.Granted(grant(txn.getHeader().getRevision(), left));
         }
         TxnResponse nested = txn.getTxnResponses().get(0);
         if (nested.isSucceeded()) {
             KeyValue previous = nested.getPutResponses().get(0).getPrevKv();
             bindings.remember(key.render(), owner, lease.id());
-            return new AcquireResult.Granted(grant(previous.getCreateRevision(), lease.remaining(System.nanoTime())));
+            return new AcquireResult.Granted(grant(previous.getCreateRevision(), left));
         }
         List<KeyValue> holder = nested.getGetResponses().get(0).getKvs();
         if (holder.isEmpty() || ownedBy(holder.get(0), owner)) {
@@ -166,6 +174,7 @@ public final class EtcdLeaseStore implements LeaseStore {
     @Override
     public Optional<Grant> renew(LockKey key, String owner, Duration leaseFor) {
         checkOwner(key, owner);
+        orphans.retry();
         long ttl = bindings.ttlSeconds(leaseFor);
         String rendered = key.render();
         Long known = bindings.leaseOf(rendered, owner);
@@ -214,6 +223,7 @@ public final class EtcdLeaseStore implements LeaseStore {
      */
     @Override
     public List<Optional<Grant>> renewAll(List<Renewal> batch) {
+        orphans.retry();
         return renewals.renew(batch);
     }
 
@@ -231,6 +241,7 @@ public final class EtcdLeaseStore implements LeaseStore {
         ByteSequence value = bytes(owner);
         for (int attempt = 1; ; attempt++) {
             EtcdBindings.Shared lease = bindings.sharedLease("renew", key, ttl);
+            Duration left = lease.remaining(System.nanoTime()); // at the send, as in tryAcquire
             TxnResponse txn;
             try {
                 txn = calls.call(
@@ -251,18 +262,21 @@ public final class EtcdLeaseStore implements LeaseStore {
                                 .Else(Op.get(leaseKey, GetOption.DEFAULT))
                                 .commit());
             } catch (LeaseStoreException failed) {
-                if (attempt < ATTEMPTS && EtcdBindings.leaseGone(failed)) {
+                if (EtcdBindings.leaseGone(failed)) {
+                    if (attempt == ATTEMPTS) {
+                        throw failed; // refused: nothing was written
+                    }
                     bindings.retire(lease.id());
                     continue;
                 }
                 KeyValue applied = bindings.settle("renew", key, owner, lease.id(), failed);
                 bindings.remember(key.render(), owner, lease.id());
-                return Optional.of(grant(applied.getCreateRevision(), lease.remaining(System.nanoTime())));
+                return Optional.of(grant(applied.getCreateRevision(), left));
             }
             if (txn.isSucceeded()) {
                 KeyValue previous = txn.getPutResponses().get(0).getPrevKv();
                 bindings.remember(key.render(), owner, lease.id());
-                return Optional.of(grant(previous.getCreateRevision(), lease.remaining(System.nanoTime())));
+                return Optional.of(grant(previous.getCreateRevision(), left));
             }
             if (attempt < ATTEMPTS && ownedBy(firstOf(txn.getGetResponses().get(0)), owner)) {
                 bindings.retire(lease.id()); // ours, and not bound: the lease's settle marker is put
@@ -281,15 +295,22 @@ public final class EtcdLeaseStore implements LeaseStore {
     public boolean release(LockKey key, String owner) {
         checkOwner(key, owner);
         ByteSequence leaseKey = keys.lease(key);
-        TxnResponse txn = calls.call(
-                "release",
-                key,
-                kv.txn()
-                        // IF the key is ours THEN delete it
-                        .If(new Cmp(leaseKey, Cmp.Op.EQUAL, CmpTarget.value(bytes(owner))))
-                        .Then(Op.delete(leaseKey, DeleteOption.DEFAULT))
-                        .commit());
         bindings.forget(key.render(), owner);
+        TxnResponse txn;
+        try {
+            txn = calls.call(
+                    "release",
+                    key,
+                    kv.txn()
+                            // IF the key is ours THEN delete it
+                            .If(new Cmp(leaseKey, Cmp.Op.EQUAL, CmpTarget.value(bytes(owner))))
+                            .Then(Op.delete(leaseKey, DeleteOption.DEFAULT))
+                            .commit());
+        } catch (LeaseStoreException failed) {
+            // The other keys on its etcd lease keep it alive: send the delete again as they renew.
+            orphans.add(key, owner);
+            throw failed;
+        }
         // The etcd lease is not revoked: other keys may be bound to it; unrenewed, it expires.
         return txn.isSucceeded();
     }
@@ -420,6 +441,7 @@ public final class EtcdLeaseStore implements LeaseStore {
         if (closed.compareAndSet(false, true)) {
             watches.close();
             bindings.clear();
+            orphans.clear();
         }
     }
 

@@ -1,15 +1,20 @@
 package dev.leasehold.etcd;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+import static org.awaitility.Awaitility.await;
 
 import dev.leasehold.LeaseInfo;
+import dev.leasehold.LeaseStoreException;
 import dev.leasehold.LockKey;
 import dev.leasehold.spi.AcquireResult;
 import dev.leasehold.spi.Grant;
 import dev.leasehold.spi.Renewal;
 import dev.leasehold.testkit.EtcdCluster;
+import dev.leasehold.testkit.TcpProxy;
 import dev.leasehold.testkit.TestServices;
 import io.etcd.jetcd.Client;
+import java.net.URI;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -154,6 +159,72 @@ class EtcdSharedLeaseTest {
                 .isEmpty();
         store.release(second, "b");
         store.close();
+    }
+
+    @Test
+    void aSharedLeaseKeptAliveByRenewalsTakesLaterGrantsAndOneNotKeptAliveDoesNot() throws Exception {
+        EtcdLeaseStore store = EtcdLeaseStore.builder(client).build();
+        Duration lease = Duration.ofSeconds(3); // a new grant needs the lease confirmed within 1 s
+        LockKey renewed = LockKey.of("etcd-shared", "renewed");
+        assertThat(store.tryAcquire(renewed, "a", lease)).isInstanceOf(AcquireResult.Granted.class);
+        long shared = etcdLeaseOf(renewed);
+        long start = System.nanoTime();
+        while (System.nanoTime() - start < TimeUnit.MILLISECONDS.toNanos(2_500)) {
+            Thread.sleep(300); // the time that passes is what is tested: 2.5 s of renewals
+            assertThat(store.renew(renewed, "a", lease)).isPresent();
+        }
+        LockKey later = LockKey.of("etcd-shared", "later");
+        Grant laterGrant = ((AcquireResult.Granted) store.tryAcquire(later, "b", lease)).grant();
+        assertThat(etcdLeaseOf(later)).as("a grant 2.5 s after the lease's own").isEqualTo(shared);
+        assertThat(laterGrant.remaining()).isGreaterThan(Duration.ofMillis(2_000));
+
+        Thread.sleep(1_200); // no renewal for more than a third of the TTL
+        LockKey last = LockKey.of("etcd-shared", "after-a-pause");
+        Grant lastGrant = ((AcquireResult.Granted) store.tryAcquire(last, "c", lease)).grant();
+        assertThat(etcdLeaseOf(last))
+                .as("a grant after the lease went unconfirmed")
+                .isNotEqualTo(shared);
+        assertThat(lastGrant.remaining()).isGreaterThan(Duration.ofMillis(2_000));
+        store.release(renewed, "a");
+        store.release(later, "b");
+        store.release(last, "c");
+        store.close();
+    }
+
+    @Test
+    void aKeyWhoseReleaseFailedIsDeletedOnceTheStoreRenewsAgain() throws Exception {
+        URI node = URI.create(etcd.endpoint(0));
+        try (TcpProxy link = TcpProxy.to(node.getHost(), node.getPort());
+                Client through = Client.builder()
+                        .endpoints("http://" + link.host() + ":" + link.port())
+                        .build()) {
+            EtcdLeaseStore store = EtcdLeaseStore.builder(through)
+                    .timeout(Duration.ofSeconds(1))
+                    .build();
+            EtcdLeaseStore observer = EtcdLeaseStore.builder(other).build();
+            LockKey orphan = LockKey.of("etcd-shared", "release-failed");
+            LockKey sibling = LockKey.of("etcd-shared", "still-held");
+            assertThat(store.tryAcquire(orphan, "gone", LEASE)).isInstanceOf(AcquireResult.Granted.class);
+            assertThat(store.tryAcquire(sibling, "alive", LEASE)).isInstanceOf(AcquireResult.Granted.class);
+
+            link.blackhole(TcpProxy.Direction.BOTH);
+            assertThatThrownBy(() -> store.release(orphan, "gone")).isInstanceOf(LeaseStoreException.class);
+            link.heal();
+
+            // The sibling's renewals keep the shared etcd lease alive; they also send the delete again.
+            await().atMost(Duration.ofSeconds(15)).ignoreExceptions().untilAsserted(() -> {
+                assertThat(store.renewAll(List.of(new Renewal(sibling, "alive", LEASE))))
+                        .singleElement()
+                        .satisfies(answer -> assertThat(answer).isPresent());
+                assertThat(observer.inspect(orphan))
+                        .as("the key whose release failed")
+                        .isEmpty();
+            });
+            assertThat(observer.inspect(sibling)).map(LeaseInfo::ownerToken).contains("alive");
+            store.release(sibling, "alive");
+            store.close();
+            observer.close();
+        }
     }
 
     private static long etcdLeaseOf(LockKey key) throws Exception {

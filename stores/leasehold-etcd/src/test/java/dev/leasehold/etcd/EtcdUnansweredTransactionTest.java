@@ -162,6 +162,26 @@ class EtcdUnansweredTransactionTest {
         assertThat(etcdLease()).isNotEqualTo(lease);
     }
 
+    @Test
+    void aGrantLearnedBySettlingIsCountedFromItsRequestAndIsStillHeldWhenItArrives() {
+        Duration lease = Duration.ofSeconds(4);
+        EtcdLeaseStore slow =
+                EtcdLeaseStore.builder(client).timeout(Duration.ofSeconds(2)).build();
+        replies.holdNext(1); // the acquire is applied; its answer is lost, settling finds it applied
+        long sent = System.nanoTime();
+        Grant grant = granted(slow.tryAcquire(key, "o", lease));
+        long arrived = System.nanoTime();
+
+        // As the lock service counts it: from when it sent the request.
+        long deadline = sent + Math.min(grant.remaining().toNanos(), lease.toNanos());
+        assertThat(Duration.ofNanos(deadline - arrived))
+                .as("time left when the grant arrives, %s after its request", Duration.ofNanos(arrived - sent))
+                .isPositive();
+        replies.releaseAll();
+        assertThat(slow.release(key, "o")).isTrue();
+        slow.close();
+    }
+
     private long etcdLease() throws Exception {
         return plain.getKVClient()
                 .get(new EtcdKeys("leasehold/").lease(key))
