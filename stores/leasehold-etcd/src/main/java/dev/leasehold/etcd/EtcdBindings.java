@@ -54,6 +54,9 @@ final class EtcdBindings {
     /** The etcd lease new grants of each length (in seconds) are bound to, while it serves. */
     private final ConcurrentHashMap<Long, Shared> shared = new ConcurrentHashMap<>();
 
+    /** Every shared etcd lease this store granted, by id, until it has surely expired. */
+    private final ConcurrentHashMap<Long, Shared> byId = new ConcurrentHashMap<>();
+
     private record Bound(String owner, long leaseId) {}
 
     /**
@@ -117,6 +120,7 @@ final class EtcdBindings {
     void clear() {
         bound.clear();
         shared.clear();
+        byId.clear();
     }
 
     /**
@@ -201,6 +205,8 @@ final class EtcdBindings {
         long sent = System.nanoTime();
         LeaseGrantResponse lease = grantLease(operation, key, ttl);
         Shared fresh = new Shared(lease.getID(), lease.getTTL(), sent, new AtomicLong(sent), new AtomicBoolean());
+        byId.values().removeIf(old -> sent - old.confirmedAt().get() > 2 * TimeUnit.SECONDS.toNanos(old.ttl()));
+        byId.put(fresh.id(), fresh);
         // Of two callers that granted at once, the later grant stays for the next keys; the other's
         // lease holds the keys bound to it and expires once nothing renews them.
         shared.merge(
@@ -213,11 +219,29 @@ final class EtcdBindings {
      * later transaction binding a key to it would fail. The keys on it keep it while renewed.
      */
     void retire(long leaseId) {
-        shared.values().forEach(lease -> {
-            if (lease.id() == leaseId) {
-                lease.retired().set(true);
-            }
-        });
+        Shared lease = byId.get(leaseId);
+        if (lease != null) {
+            lease.retired().set(true);
+        }
+    }
+
+    /**
+     * What is left at {@code now} of a shared lease etcd confirmed alive within the last sixth of
+     * its TTL (counted from when that confirming request was sent), or null: a renewal of a key on
+     * it needs no keep-alive of its own.
+     */
+    Duration confirmedLately(long leaseId, long now) {
+        Shared lease = byId.get(leaseId);
+        if (lease == null || now - lease.confirmedAt().get() >= TimeUnit.SECONDS.toNanos(lease.ttl()) / 6) {
+            return null;
+        }
+        return lease.remaining(now);
+    }
+
+    /** The TTL, in seconds, etcd granted a shared lease of this store, or 0 if it is not one. */
+    long ttlOf(long leaseId) {
+        Shared lease = byId.get(leaseId);
+        return lease == null ? 0 : lease.ttl();
     }
 
     LeaseGrantResponse grantLease(String operation, LockKey key, long ttl) {
@@ -243,12 +267,9 @@ final class EtcdBindings {
         long sent = System.nanoTime();
         CompletableFuture<LeaseKeepAliveResponse> answer = leases.keepAliveOnce(leaseId);
         answer.thenAccept(response -> {
-            if (response.getTTL() > 0) {
-                shared.values().forEach(lease -> {
-                    if (lease.id() == leaseId) {
-                        lease.confirmed(sent);
-                    }
-                });
+            Shared lease = byId.get(leaseId);
+            if (response.getTTL() > 0 && lease != null) {
+                lease.confirmed(sent);
             }
         });
         return answer;

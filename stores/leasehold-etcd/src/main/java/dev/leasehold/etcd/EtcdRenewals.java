@@ -14,6 +14,7 @@ import io.etcd.jetcd.kv.TxnResponse;
 import io.etcd.jetcd.lease.LeaseKeepAliveResponse;
 import io.etcd.jetcd.op.Op;
 import io.etcd.jetcd.options.GetOption;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.HashSet;
@@ -52,9 +53,9 @@ final class EtcdRenewals {
         Optional<Grant> renew(Renewal renewal);
     }
 
-    /** The store's grant of a fence for a number of seconds. */
+    /** The store's grant of a fence with what is left of its lease. */
     interface Grants {
-        Grant of(long fence, long ttlSeconds);
+        Grant of(long fence, Duration remaining);
     }
 
     EtcdRenewals(KV kv, EtcdKeys keys, EtcdCalls calls, EtcdBindings bindings, Grants grants, Single single) {
@@ -82,23 +83,36 @@ final class EtcdRenewals {
             OwnerTokens.check(chunk.get(i).owner());
             ttls[i] = bindings.ttlSeconds(chunk.get(i).leaseFor());
         }
-        List<CompletableFuture<LeaseKeepAliveResponse>> sent = new ArrayList<>(n);
-        // Keys granted together share an etcd lease: one keep-alive per lease, however many keys.
-        Map<Long, CompletableFuture<LeaseKeepAliveResponse>> perLease = new HashMap<>();
-        for (Renewal renewal : chunk) {
+        // Keys granted together share an etcd lease: one keep-alive per lease, however many keys,
+        // and none for a lease etcd confirmed alive lately (another batch's keep-alive): its
+        // keys get what is left of it, counted from now, before their read.
+        long now = System.nanoTime();
+        boolean[] bound = new boolean[n];
+        Map<Long, CompletableFuture<LeaseKeepAliveResponse>> sent = new HashMap<>();
+        Map<Long, Duration> left = new HashMap<>();
+        for (int i = 0; i < n; i++) {
+            Renewal renewal = chunk.get(i);
             Long known = bindings.leaseOf(renewal.key().render(), renewal.owner());
-            leaseIds[sent.size()] = known == null ? 0 : known;
-            sent.add(known == null ? null : perLease.computeIfAbsent(known, bindings::keepAliveAsync));
+            bound[i] = known != null;
+            leaseIds[i] = known == null ? 0 : known;
+            if (known != null && !sent.containsKey(known) && !left.containsKey(known)) {
+                Duration confirmed = bindings.confirmedLately(known, now);
+                if (confirmed != null) {
+                    left.put(known, confirmed);
+                } else {
+                    sent.put(known, bindings.keepAliveAsync(known));
+                }
+            }
         }
         long deadline = calls.deadline(); // one timeout for the keep-alives sent together
         Map<Long, Long> ttlOfLease = new HashMap<>();
         LeaseStoreException failure = null;
         for (int i = 0; i < n; i++) {
-            if (sent.get(i) == null || ttlOfLease.containsKey(leaseIds[i])) {
+            if (!sent.containsKey(leaseIds[i]) || ttlOfLease.containsKey(leaseIds[i])) {
                 continue; // each keep-alive is waited for once: a timeout cancels it
             }
             try {
-                ttlOfLease.put(leaseIds[i], bindings.keptAlive(chunk.get(i).key(), sent.get(i), deadline));
+                ttlOfLease.put(leaseIds[i], bindings.keptAlive(chunk.get(i).key(), sent.get(leaseIds[i]), deadline));
             } catch (LeaseStoreException e) {
                 // wait for every answer before failing, so none is left running behind the call
                 ttlOfLease.put(leaseIds[i], 0L);
@@ -108,12 +122,8 @@ final class EtcdRenewals {
         if (failure != null) {
             throw failure;
         }
-        long[] granted = new long[n];
-        for (int i = 0; i < n; i++) {
-            granted[i] = sent.get(i) == null ? 0 : ttlOfLease.get(leaseIds[i]);
-        }
         // Read after the keep-alives: a key still ours on that lease now was extended while ours.
-        List<KeyValue> current = readBack(chunk, sent);
+        List<KeyValue> current = readBack(chunk, bound);
         List<Optional<Grant>> answers = new ArrayList<>(n);
         // A key renewed on its own may have moved to another lease since the read: its later
         // entries in this chunk are renewed on their own too, after it, as renew() would.
@@ -121,33 +131,35 @@ final class EtcdRenewals {
         for (int i = 0; i < n; i++) {
             Renewal renewal = chunk.get(i);
             String rendered = renewal.key().render();
-            if (sent.get(i) == null || renewedAlone.contains(rendered)) {
+            if (!bound[i] || renewedAlone.contains(rendered)) {
                 renewedAlone.add(rendered);
                 answers.add(single.renew(renewal));
                 continue;
             }
-            KeyValue now = current.get(i);
-            if (!ownedBy(now, renewal.owner())) {
+            long leaseTtl = sent.containsKey(leaseIds[i]) ? ttlOfLease.get(leaseIds[i]) : bindings.ttlOf(leaseIds[i]);
+            KeyValue found = current.get(i);
+            if (!ownedBy(found, renewal.owner())) {
                 bindings.forget(rendered, renewal.owner());
                 answers.add(Optional.empty());
-            } else if (now.getLease() != leaseIds[i] || (granted[i] > 0 && granted[i] != ttls[i])) {
+            } else if (found.getLease() != leaseIds[i] || (leaseTtl > 0 && leaseTtl != ttls[i])) {
                 renewedAlone.add(rendered);
                 answers.add(single.renew(renewal)); // a newer binding, or another length
-            } else if (granted[i] <= 0) {
+            } else if (leaseTtl <= 0) {
                 bindings.forget(rendered, renewal.owner());
                 answers.add(Optional.empty());
             } else {
-                answers.add(Optional.of(grants.of(now.getCreateRevision(), granted[i])));
+                Duration remaining = left.getOrDefault(leaseIds[i], Duration.ofSeconds(leaseTtl));
+                answers.add(Optional.of(grants.of(found.getCreateRevision(), remaining)));
             }
         }
         return answers;
     }
 
-    /** Every key whose lease was kept alive, read in one transaction; null where none was sent. */
-    private List<KeyValue> readBack(List<Renewal> chunk, List<CompletableFuture<LeaseKeepAliveResponse>> sent) {
+    /** Every key on a lease this store bound, read in one transaction; null for the others. */
+    private List<KeyValue> readBack(List<Renewal> chunk, boolean[] bound) {
         List<Op> reads = new ArrayList<>();
         for (int i = 0; i < chunk.size(); i++) {
-            if (sent.get(i) != null) {
+            if (bound[i]) {
                 reads.add(Op.get(keys.lease(chunk.get(i).key()), GetOption.DEFAULT));
             }
         }
@@ -164,7 +176,7 @@ final class EtcdRenewals {
         List<GetResponse> answers = read.getGetResponses();
         int next = 0;
         for (int i = 0; i < chunk.size(); i++) {
-            if (sent.get(i) == null) {
+            if (!bound[i]) {
                 current.add(null);
             } else {
                 List<KeyValue> found =

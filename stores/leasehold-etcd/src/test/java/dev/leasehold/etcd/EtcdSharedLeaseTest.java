@@ -80,7 +80,7 @@ class EtcdSharedLeaseTest {
         assertThat(answers).hasSize(100).allSatisfy(answer -> assertThat(answer).isPresent());
         // one lease per third of the lease time (10 s here); 100 keys are taken well within it
         assertThat(grants).as("etcd leases granted for 100 keys").isLessThanOrEqualTo(3);
-        assertThat(keepAlives).as("keep-alives for a batch of 100 keys").isLessThanOrEqualTo(3);
+        assertThat(keepAlives).as("keep-alive messages for a batch of 100 keys").isLessThanOrEqualTo(3);
         assertThat(store.inspect(batch.get(99).key()))
                 .map(LeaseInfo::remaining)
                 .hasValueSatisfying(left -> assertThat(left).isGreaterThan(LEASE.minusSeconds(5)));
@@ -225,6 +225,60 @@ class EtcdSharedLeaseTest {
             store.close();
             observer.close();
         }
+    }
+
+    @Test
+    void aBatchRightAfterALeaseWasConfirmedSendsNoKeepAliveAndStillReadsEachKey() throws Exception {
+        EtcdLeaseStore store = EtcdLeaseStore.builder(client).build();
+        EtcdLeaseStore operator = EtcdLeaseStore.builder(other).build();
+        List<Renewal> batch = new ArrayList<>();
+        for (int i = 0; i < 3; i++) {
+            LockKey key = LockKey.of("etcd-shared", "confirmed-" + i);
+            assertThat(store.tryAcquire(key, "owner-" + i, LEASE)).isInstanceOf(AcquireResult.Granted.class);
+            batch.add(new Renewal(key, "owner-" + i, LEASE));
+        }
+        assertThat(operator.forceRelease(batch.get(1).key())).isTrue();
+
+        long keepAlivesBefore = received("LeaseKeepAlive");
+        List<Optional<Grant>> answers = store.renewAll(batch); // the lease was granted just now
+
+        assertThat(received("LeaseKeepAlive") - keepAlivesBefore)
+                .as("keep-alives")
+                .isZero();
+        assertThat(answers.get(0)).isPresent();
+        assertThat(answers.get(1)).as("the key forced away meanwhile").isEmpty();
+        assertThat(answers.get(2)).isPresent();
+        assertThat(answers.get(2).orElseThrow().remaining())
+                .isGreaterThan(LEASE.multipliedBy(5).dividedBy(6));
+        batch.forEach(r -> store.release(r.key(), r.owner()));
+        store.close();
+        operator.close();
+    }
+
+    @Test
+    void aLeaseNotConfirmedForASixthOfItsTtlIsKeptAliveByTheNextBatch() throws Exception {
+        EtcdLeaseStore store = EtcdLeaseStore.builder(client).build();
+        Duration lease = Duration.ofSeconds(3);
+        LockKey key = LockKey.of("etcd-shared", "unconfirmed");
+        assertThat(store.tryAcquire(key, "o", lease)).isInstanceOf(AcquireResult.Granted.class);
+        Thread.sleep(700); // the time that passes is what is tested: more than a sixth of 3 s
+
+        long keepAlivesBefore = received("LeaseKeepAlive");
+        List<Optional<Grant>> answers = store.renewAll(List.of(new Renewal(key, "o", lease)));
+
+        long batch = received("LeaseKeepAlive") - keepAlivesBefore;
+        // what one keep-alive costs at the server: a single renewal always sends one
+        long beforeOne = received("LeaseKeepAlive");
+        assertThat(store.renew(key, "o", lease)).isPresent();
+        long one = received("LeaseKeepAlive") - beforeOne;
+
+        assertThat(one).isPositive();
+        assertThat(batch)
+                .as("keep-alive messages of the batch, against one keep-alive's")
+                .isEqualTo(one);
+        assertThat(answers.get(0)).map(Grant::remaining).contains(lease);
+        store.release(key, "o");
+        store.close();
     }
 
     private static long etcdLeaseOf(LockKey key) throws Exception {
