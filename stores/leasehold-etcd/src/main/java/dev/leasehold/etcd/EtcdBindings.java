@@ -226,13 +226,14 @@ final class EtcdBindings {
     }
 
     /**
-     * What is left at {@code now} of a shared lease etcd confirmed alive within the last sixth of
+     * What is left at {@code now} of a shared lease etcd confirmed alive within the last twelfth of
      * its TTL (counted from when that confirming request was sent), or null: a renewal of a key on
-     * it needs no keep-alive of its own.
+     * it needs no keep-alive of its own. Half the span for which the lease serves new grants, so
+     * that renewals confirm it again before it stops serving.
      */
     Duration confirmedLately(long leaseId, long now) {
         Shared lease = byId.get(leaseId);
-        if (lease == null || now - lease.confirmedAt().get() >= TimeUnit.SECONDS.toNanos(lease.ttl()) / 6) {
+        if (lease == null || now - lease.confirmedAt().get() >= TimeUnit.SECONDS.toNanos(lease.ttl()) / 12) {
             return null;
         }
         return lease.remaining(now);

@@ -99,6 +99,8 @@ public final class EtcdLeaseStore implements LeaseStore {
     public AcquireResult tryAcquire(LockKey key, String owner, Duration leaseFor) {
         checkOwner(key, owner);
         long ttl = bindings.ttlSeconds(leaseFor);
+        orphans.forget(key, owner); // before the grant is sent: no later delete may remove it
+        orphans.retry();
         for (int attempt = 1; ; attempt++) {
             EtcdBindings.Shared lease = bindings.sharedLease("acquire", key, ttl);
             AcquireResult result = tryAcquire(key, owner, lease, attempt == ATTEMPTS);

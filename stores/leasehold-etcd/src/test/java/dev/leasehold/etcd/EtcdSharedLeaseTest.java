@@ -256,12 +256,12 @@ class EtcdSharedLeaseTest {
     }
 
     @Test
-    void aLeaseNotConfirmedForASixthOfItsTtlIsKeptAliveByTheNextBatch() throws Exception {
+    void aLeaseNotConfirmedLatelyIsKeptAliveByTheNextBatch() throws Exception {
         EtcdLeaseStore store = EtcdLeaseStore.builder(client).build();
         Duration lease = Duration.ofSeconds(3);
         LockKey key = LockKey.of("etcd-shared", "unconfirmed");
         assertThat(store.tryAcquire(key, "o", lease)).isInstanceOf(AcquireResult.Granted.class);
-        Thread.sleep(700); // the time that passes is what is tested: more than a sixth of 3 s
+        Thread.sleep(700); // the time that passes is what is tested: more than a twelfth of 3 s
 
         long keepAlivesBefore = received("LeaseKeepAlive");
         List<Optional<Grant>> answers = store.renewAll(List.of(new Renewal(key, "o", lease)));
@@ -279,6 +279,25 @@ class EtcdSharedLeaseTest {
         assertThat(answers.get(0)).map(Grant::remaining).contains(lease);
         store.release(key, "o");
         store.close();
+    }
+
+    @Test
+    void aReleaseThatFailsAgainWhileTheFirstIsBeingSentIsNotForgotten() throws Exception {
+        EtcdLeaseStore observer = EtcdLeaseStore.builder(other).build();
+        EtcdOrphans orphans = new EtcdOrphans(client.getKVClient(), new EtcdKeys("leasehold/"), Duration.ofSeconds(5));
+        LockKey key = LockKey.of("etcd-shared", "released-twice");
+        assertThat(observer.tryAcquire(key, "o", LEASE)).isInstanceOf(AcquireResult.Granted.class);
+
+        orphans.add(key, "o");
+        orphans.retry(); // the first release's delete is on its way
+        orphans.add(key, "o"); // a second release of the key fails meanwhile
+
+        // the answer to the first release's delete must not end the second release
+        await().during(Duration.ofMillis(500)).atMost(Duration.ofSeconds(5)).until(() -> orphans.pending() == 1);
+        orphans.retry();
+        await().atMost(Duration.ofSeconds(5)).until(() -> orphans.pending() == 0);
+        assertThat(observer.inspect(key)).isEmpty();
+        observer.close();
     }
 
     private static long etcdLeaseOf(LockKey key) throws Exception {

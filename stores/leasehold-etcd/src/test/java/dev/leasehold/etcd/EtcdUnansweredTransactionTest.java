@@ -182,6 +182,24 @@ class EtcdUnansweredTransactionTest {
         slow.close();
     }
 
+    @Test
+    void aReleaseWhoseAnswerIsLostNeverDeletesTheSameOwnersNextGrant() {
+        String owner = "request-" + UUID.randomUUID(); // an explicit owner: the same token each time
+        LockKey sibling = LockKey.of("unanswered", "sibling-" + UUID.randomUUID());
+        granted(store.tryAcquire(key, owner, LEASE));
+        granted(store.tryAcquire(sibling, "s", LEASE));
+        replies.holdNext(1); // the release is applied; its answer is lost
+
+        assertThatThrownBy(() -> store.release(key, owner)).isInstanceOf(LeaseStoreException.class);
+        long fence = granted(store.tryAcquire(key, owner, LEASE)).fence(); // a new grant
+        assertThat(store.renew(sibling, "s", LEASE)).isPresent(); // a renewal sends pending releases
+
+        assertStillHeldBy(owner, fence);
+        replies.releaseAll();
+        assertThat(store.release(key, owner)).isTrue();
+        store.release(sibling, "s");
+    }
+
     private long etcdLease() throws Exception {
         return plain.getKVClient()
                 .get(new EtcdKeys("leasehold/").lease(key))
