@@ -135,11 +135,12 @@ final class EtcdBindings {
     /**
      * Learns the outcome of a transaction binding {@code key} to the etcd lease {@code leaseId}
      * that failed without an answer (a timeout, an interrupt, a lost connection): it may have been
-     * applied, and then the key is bound to that lease. One transaction puts the lease's settle marker, so the pending transaction
-     * can no longer apply, and reads the key in the same revision.
+     * applied, and then the key is bound to that lease. One transaction puts the lease's settle
+     * marker, so the pending transaction can no longer apply, and reads the key in the same
+     * revision.
      *
      * <p>The lease is shared with other keys, so it is never revoked here; it is retired: no later
-     * grant is bound to it, and it expires once the keys on it are released.
+     * grant is bound to it, and it expires once nothing keeps it alive.
      *
      * @return the key, if the pending transaction was applied: the lease is the key's now
      * @throws LeaseStoreException {@code failure}, if it was not applied (the key is as it was),
