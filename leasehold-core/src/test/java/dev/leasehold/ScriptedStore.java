@@ -48,7 +48,8 @@ final class ScriptedStore implements LeaseStore {
         FORCE_RELEASE,
         SUBSCRIBE,
         SUBSCRIBE_FORCE,
-        LEAVE_QUEUE
+        LEAVE_QUEUE,
+        ABANDONED
     }
 
     /** One call the engine made. */
@@ -425,6 +426,11 @@ final class ScriptedStore implements LeaseStore {
     @Override
     public boolean leavesQueueWithoutBlocking() {
         return leaveWithoutBlocking;
+    }
+
+    @Override
+    public void abandoned(LockKey key, String owner) {
+        run(Op.ABANDONED, key, owner, () -> null);
     }
 
     /**

@@ -65,6 +65,11 @@ class DocumentedCommandsTest {
                     "cd tools/leasehold-bench && java -cp target/classes:$(cat target/cp.txt) dev.leasehold.bench.HeldLeasesBench",
                     "the held-leases benchmark: minutes of load against a private Redis, measured, never asserted"),
             Map.entry(
+                    "cd tools/leasehold-bench && java -Dbench.contenders=leasehold-etcd -Dbench.held=1000,10000"
+                            + " -cp target/classes:../../stores/leasehold-etcd/target/classes:$(cat target/cp.txt)"
+                            + " dev.leasehold.bench.HeldLeasesBench",
+                    "the held-leases benchmark on a private etcd: minutes of load, measured, never asserted"),
+            Map.entry(
                     "cd tools/leasehold-bench && java -Dbench.contenders=leasehold-redis,leasehold-redis-barging,redisson-fair"
                             + " -Dbench.modes=jvm -Dbench.seconds=8 -cp target/classes:$(cat target/cp.txt)"
                             + " dev.leasehold.bench.MultiProcessBench",
