@@ -215,8 +215,7 @@ final class HeldLease {
             markLost(
                     options.renewal()
                             ? "no renewal was confirmed by the store before the lease expired"
-                            : "the lease expired (renewal was off)",
-                    true);
+                            : "the lease expired (renewal was off)");
             return;
         }
         long due = renewalDueNanos;
@@ -282,7 +281,7 @@ final class HeldLease {
         }
         host.emit(event(LeaseEventType.RENEWAL_FAILED, Duration.ZERO, "renewal failed", e));
         if (!isHeld()) {
-            markLost("renewal failed and the lease expired: " + e.getMessage(), true);
+            markLost("renewal failed and the lease expired: " + e.getMessage());
         } else {
             scheduleRenewal();
         }
@@ -303,7 +302,7 @@ final class HeldLease {
         long now = host.nanos();
         if (deadlineNanos - now <= 0) {
             // Not provably held for a moment: once isHeld() said false, it stays false.
-            markLost("the renewal was confirmed only after the local deadline", true);
+            markLost("the renewal was confirmed only after the local deadline");
             return;
         }
         // A renewal sets the key's expiry at the store, it does not add to it: its answer is the
@@ -337,15 +336,6 @@ final class HeldLease {
      * event and the callbacks run on the engine's callback threads, never on the timer.
      */
     void markLost(String reason) {
-        markLost(reason, false);
-    }
-
-    /**
-     * As {@link #markLost(String)}; {@code unconfirmed}: lost because no renewal was confirmed in
-     * time, so the store may still hold the key for this owner, and is told that nobody renews it
-     * any more ({@link LeaseHost#abandoned}).
-     */
-    private void markLost(String reason, boolean unconfirmed) {
         Status lost = new Status(State.LOST, new LeaseLostException(key, fence, reason));
         while (true) {
             Status current = status.get();
@@ -357,9 +347,6 @@ final class HeldLease {
             }
         }
         cancelTasks(true);
-        if (unconfirmed) {
-            host.abandoned(key, token);
-        }
         host.runCallback(() -> {
             host.emit(event(LeaseEventType.LOST, heldFor(), reason));
             log.warn("lease on {} (fence {}, owner {}) lost: {}", key, fence, LockOwner.abbreviate(token), reason);
@@ -388,7 +375,7 @@ final class HeldLease {
             }
             if (!isHeld()) {
                 if (status.get().state() == State.HELD) {
-                    markLost("the lease expired before it was re-entered", true);
+                    markLost("the lease expired before it was re-entered");
                 }
                 return false;
             }

@@ -291,15 +291,6 @@ final class LeaseEngine implements LockService {
         }
 
         @Override
-        public void abandoned(LockKey key, String token) {
-            try {
-                store.abandoned(key, token);
-            } catch (RuntimeException e) {
-                log.debug("the store could not take note that nobody renews {} any more", key, e);
-            }
-        }
-
-        @Override
         public void forget(HeldLease lease) {
             slots.forget(lease);
         }

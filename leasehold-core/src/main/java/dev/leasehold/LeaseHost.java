@@ -50,12 +50,6 @@ interface LeaseHost {
      */
     boolean release(LockKey key, String token);
 
-    /**
-     * The lease was lost without the store saying the owner no longer holds the key: it is renewed
-     * no more ({@link dev.leasehold.spi.LeaseStore#abandoned}). Never blocks; never throws.
-     */
-    void abandoned(LockKey key, String token);
-
     /** The lease had its last release: it is no longer its holder's current grant. */
     void forget(HeldLease lease);
 

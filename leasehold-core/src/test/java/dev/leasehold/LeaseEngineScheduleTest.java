@@ -468,34 +468,6 @@ class LeaseEngineScheduleTest extends EngineHarness {
         renewedOnceThenCutOff(ms(500), ms(1500));
     }
 
-    @Test
-    void aLeaseLostForWantOfAConfirmedRenewalIsAbandonedAtTheStoreAndOneTheStoreEndedIsNot() throws Exception {
-        ScriptedStore store = store(true);
-        LockService service = service(store);
-        LockKey ended = LockKey.of("t", "ended-by-the-store");
-        Lease unconfirmed =
-                service.tryAcquire(KEY, lease(Duration.ofSeconds(3), true)).orElseThrow();
-        Lease endedByStore =
-                service.tryAcquire(ended, lease(Duration.ofSeconds(3), true)).orElseThrow();
-        Gate gate = new Gate();
-        store.script(Op.RENEW, KEY, ScriptedStore.hang(gate)); // KEY's renewals get no answer
-        store.backend.forceRelease(ended); // behind the engine's back: its renewal finds it gone
-        try {
-            time.advance(Duration.ofSeconds(1)); // renewals sent
-            awaitEvents(LeaseEventType.LOST, 1); // ended: the store said the owner no longer holds it
-            time.advance(Duration.ofSeconds(2)); // KEY's local deadline
-            awaitEvents(LeaseEventType.LOST, 2);
-            assertThat(unconfirmed.isHeld()).isFalse();
-            assertThat(endedByStore.isHeld()).isFalse();
-            assertThat(store.calls())
-                    .filteredOn(call -> call.op() == Op.ABANDONED)
-                    .extracting(ScriptedStore.Call::key)
-                    .containsExactly(KEY);
-        } finally {
-            gate.open();
-        }
-    }
-
     /**
      * A 3 s lease whose first renewal, sent at 1 s, the store answers as valid for {@code
      * answered}; every later renewal hangs. The lease is held until just before {@code lostAt} and

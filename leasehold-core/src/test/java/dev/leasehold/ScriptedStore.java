@@ -48,8 +48,7 @@ final class ScriptedStore implements LeaseStore {
         FORCE_RELEASE,
         SUBSCRIBE,
         SUBSCRIBE_FORCE,
-        LEAVE_QUEUE,
-        ABANDONED
+        LEAVE_QUEUE
     }
 
     /** One call the engine made. */
@@ -426,11 +425,6 @@ final class ScriptedStore implements LeaseStore {
     @Override
     public boolean leavesQueueWithoutBlocking() {
         return leaveWithoutBlocking;
-    }
-
-    @Override
-    public void abandoned(LockKey key, String owner) {
-        run(Op.ABANDONED, key, owner, () -> null);
     }
 
     /**

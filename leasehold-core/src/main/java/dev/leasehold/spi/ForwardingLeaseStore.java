@@ -102,11 +102,6 @@ public abstract class ForwardingLeaseStore implements LeaseStore {
     }
 
     @Override
-    public void abandoned(LockKey key, String owner) {
-        delegate().abandoned(key, owner);
-    }
-
-    @Override
     public void leaveQueue(LockKey key, String owner) {
         delegate().leaveQueue(key, owner);
     }

@@ -256,16 +256,6 @@ public interface LeaseStore extends AutoCloseable {
     default void close() {}
 
     /**
-     * The holder of {@code owner}'s grant of {@code key} was told it lost the key because no renewal
-     * was confirmed in time (the store may still hold the key for it): it renews it no more. A store
-     * whose keys can outlive their own holder's renewals (etcd, whose keys share an etcd lease that
-     * other keys' renewals keep alive) deletes the key if it is still that grant's, when it can. The
-     * default does nothing: the key ends at its expiry. Called on the lock service's timer: it must
-     * not block or call the store synchronously; a failure is ignored.
-     */
-    default void abandoned(LockKey key, String owner) {}
-
-    /**
      * A waiter that asked for {@code key} with {@code owner} ended its wait without the key (its
      * wait ran out, it was interrupted, the lock service closed, or an answer came after the wait):
      * a store that queues waiters drops its place, and gives a key that a release handed to it to

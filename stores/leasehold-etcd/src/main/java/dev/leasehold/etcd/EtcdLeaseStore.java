@@ -317,18 +317,6 @@ public final class EtcdLeaseStore implements LeaseStore {
         return txn.isSucceeded();
     }
 
-    /**
-     * Nobody renews the owner's grant of the key any more, though etcd may still hold it: other
-     * keys' renewals keep its shared etcd lease alive, so it is deleted as a failed release is, at
-     * the next renewal or grant, if still that grant's. Does not block.
-     */
-    @Override
-    public void abandoned(LockKey key, String owner) {
-        checkOwner(key, owner);
-        bindings.forget(key.render(), owner);
-        orphans.add(key, owner);
-    }
-
     // ---------------------------------------------------------------- operators
 
     @Override

@@ -300,28 +300,6 @@ class EtcdSharedLeaseTest {
         observer.close();
     }
 
-    @Test
-    void aKeyItsHolderNoLongerRenewsIsDeletedAtTheNextRenewalOfAnotherKey() throws Exception {
-        EtcdLeaseStore store = EtcdLeaseStore.builder(client).build();
-        EtcdLeaseStore observer = EtcdLeaseStore.builder(other).build();
-        LockKey abandoned = LockKey.of("etcd-shared", "abandoned");
-        LockKey sibling = LockKey.of("etcd-shared", "renewed-sibling");
-        assertThat(store.tryAcquire(abandoned, "lost", LEASE)).isInstanceOf(AcquireResult.Granted.class);
-        assertThat(store.tryAcquire(sibling, "alive", LEASE)).isInstanceOf(AcquireResult.Granted.class);
-
-        store.abandoned(abandoned, "lost"); // as the lock service does when it told the holder "lost"
-        assertThat(store.renewAll(List.of(new Renewal(sibling, "alive", LEASE))))
-                .singleElement()
-                .satisfies(answer -> assertThat(answer).isPresent());
-
-        await().atMost(Duration.ofSeconds(5))
-                .until(() -> observer.inspect(abandoned).isEmpty());
-        assertThat(observer.inspect(sibling)).map(LeaseInfo::ownerToken).contains("alive");
-        store.release(sibling, "alive");
-        store.close();
-        observer.close();
-    }
-
     private static long etcdLeaseOf(LockKey key) throws Exception {
         return other.getKVClient()
                 .get(new EtcdKeys("leasehold/").lease(key))
