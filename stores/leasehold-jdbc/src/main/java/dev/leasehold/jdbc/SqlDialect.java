@@ -25,6 +25,11 @@ final class SqlDialect {
          * now_ms[, granted]); no row means busy with the holder unknown.
          */
         ACQUIRE(true, "key", "owner", "lease_ms", "holder"),
+        /**
+         * As ACQUIRE, for an owner this store knows holds no place in the key's queue (absent:
+         * ACQUIRE does it).
+         */
+        ACQUIRE_UNQUEUED(false, "key", "owner", "lease_ms", "holder"),
         /** Extends the caller's unexpired lease: returns (owner_token, fence, expires_at_ms, now_ms). */
         RENEW(true, "key", "owner", "lease_ms"),
         /** Ends the caller's lease, handing the key to the first live waiter: rows or an update count. */

@@ -488,7 +488,7 @@ abstract class AbstractJdbcLeaseStoreTest extends LeaseStoreConformance {
         do {
             batch = jdbc.deleteExpired(Duration.ofMinutes(1), 2);
             deleted += batch;
-        } while (batch == 2);
+        } while (batch >= 2); // leases and ended places together: at least the limit means "call again"
         assertThat(deleted).isGreaterThanOrEqualTo(1);
         assertThat(rowExists(old)).isFalse();
         assertThat(rawLease(held)).as("a live lease is never deleted").isPresent();
@@ -744,7 +744,7 @@ abstract class AbstractJdbcLeaseStoreTest extends LeaseStoreConformance {
         String owner = LockOwner.create("t").token();
         long fence = grantedFence(jdbc.tryAcquire(key, owner, Duration.ofSeconds(30)));
         assertThat(jdbc.release(key, owner)).isTrue();
-        while (jdbc.deleteExpired(Duration.ofMinutes(1), 10_000) == 10_000) {
+        while (jdbc.deleteExpired(Duration.ofMinutes(1), 10_000) >= 10_000) {
             // keep deleting what is old enough
         }
         assertThat(rowExists(key)).as("released less than the retention ago").isTrue();

@@ -321,6 +321,38 @@ abstract class AbstractJdbcQueueTest {
     }
 
     /**
+     * A lease that ran out while a waiter was queued (its holder stopped renewing) goes to that
+     * waiter: callers without a place, a single try and a waiter of another store that has not
+     * queued yet, are refused until the queued waiter has taken it.
+     */
+    @Test
+    void anExpiredLeaseWithAQueuedWaiterGoesToThatWaiterNotToACallerWithoutAPlace() throws Exception {
+        JdbcLeaseStore store = store(b -> b.fairQueue(Duration.ofSeconds(30)));
+        JdbcLeaseStore other = store(b -> b.fairQueue(Duration.ofSeconds(30)));
+        LockKey key = key("expired-queued");
+        Duration lease = Duration.ofSeconds(30);
+        String holder = "holder-" + UUID.randomUUID();
+        assertThat(store.tryAcquire(key, holder, Duration.ofMillis(300))).isInstanceOf(AcquireResult.Granted.class);
+        String waiter = "waiter-" + UUID.randomUUID();
+        assertThat(store.tryAcquire(AcquireRequest.waiting(key, waiter, lease, null)))
+                .isInstanceOf(AcquireResult.Busy.class);
+        assertThat(places(key)).containsExactly(waiter);
+        org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(10)).until(() -> store.inspect(key)
+                .isEmpty());
+
+        assertThat(other.tryAcquire(AcquireRequest.once(key, "single-" + UUID.randomUUID(), lease)))
+                .as("a single try of the expired key, with a waiter queued")
+                .isInstanceOf(AcquireResult.Busy.class);
+        assertThat(other.tryAcquire(key, "plain-" + UUID.randomUUID(), lease))
+                .as("a plain acquire of the expired key, with a waiter queued")
+                .isInstanceOf(AcquireResult.Busy.class);
+        assertThat(store.tryAcquire(AcquireRequest.waiting(key, waiter, lease, Duration.ofMillis(400))))
+                .as("the queued waiter")
+                .isInstanceOf(AcquireResult.Granted.class);
+        assertThat(store.release(key, waiter)).isTrue();
+    }
+
+    /**
      * A waiter handed the key by a release, that gives it back before asking again (so no acquire
      * of its own deleted its place), ends its place with that release: the next caller takes the
      * free key at once instead of waiting out the place's TTL behind a waiter that is gone.

@@ -3,16 +3,24 @@ package dev.leasehold.jdbc;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import dev.leasehold.Lease;
+import dev.leasehold.LeaseInfo;
 import dev.leasehold.LeaseOptions;
 import dev.leasehold.LockKey;
 import dev.leasehold.LockService;
+import dev.leasehold.spi.AcquireRequest;
+import dev.leasehold.spi.AcquireResult;
+import dev.leasehold.spi.ReleaseNotice;
+import dev.leasehold.spi.ReleaseSubscription;
 import dev.leasehold.testkit.TestServices;
 import java.lang.reflect.Proxy;
 import java.sql.Connection;
 import java.time.Duration;
+import java.util.UUID;
+import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.Future;
+import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import org.awaitility.Awaitility;
@@ -71,6 +79,48 @@ class PostgresQueueTest extends AbstractJdbcQueueTest {
             }
         } finally {
             waiting.shutdownNow();
+        }
+    }
+
+    /**
+     * A holder that never queued releases by a single UPDATE of the lease row, which still hands
+     * the key to the head waiter (queued by another store), with a fence above the ended one, and
+     * wakes that waiter's store with a notice naming the grant that ended, not the new one.
+     */
+    @Test
+    void aReleaseByAnOwnerThatNeverQueuedHandsTheKeyOnAndNamesTheEndedGrant() throws Exception {
+        Duration lease = Duration.ofSeconds(30);
+        JdbcLeaseStore holderStore = store(b -> b.fairQueue(Duration.ofSeconds(30)));
+        JdbcLeaseStore waiterStore = store(b -> b.fairQueue(Duration.ofSeconds(30)));
+        LockKey key = key("unqueued-release");
+        String holder = "holder-" + UUID.randomUUID();
+        AcquireResult taken = holderStore.tryAcquire(key, holder, lease);
+        assertThat(taken).isInstanceOf(AcquireResult.Granted.class);
+        long ended = ((AcquireResult.Granted) taken).grant().fence();
+        BlockingQueue<ReleaseNotice> notices = new LinkedBlockingQueue<>();
+        ReleaseSubscription subscription = waiterStore.subscribe(key, notices::add);
+        try {
+            String waiter = "waiter-" + UUID.randomUUID();
+            assertThat(waiterStore.tryAcquire(AcquireRequest.waiting(key, waiter, lease, null)))
+                    .isInstanceOf(AcquireResult.Busy.class);
+            assertThat(places(key)).containsExactly(waiter);
+
+            assertThat(holderStore.release(key, holder)).isTrue();
+
+            ReleaseNotice notice = notices.poll(10, TimeUnit.SECONDS);
+            assertThat(notice).as("the waiter's store was woken").isNotNull();
+            assertThat(notice.key()).isEqualTo(key.render());
+            assertThat(notice.fence())
+                    .as("the notice names the grant that ended")
+                    .isEqualTo(ended);
+            assertThat(notice.forced()).isFalse();
+            LeaseInfo handed = waiterStore.inspect(key).orElseThrow();
+            assertThat(handed.fence()).as("the waiter's grant").isGreaterThan(ended);
+            assertThat(waiterStore.release(key, waiter))
+                    .as("the key was handed to the waiter")
+                    .isTrue();
+        } finally {
+            subscription.close();
         }
     }
 
