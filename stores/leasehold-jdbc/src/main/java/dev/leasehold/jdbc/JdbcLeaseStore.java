@@ -118,7 +118,9 @@ public final class JdbcLeaseStore implements LeaseStore {
         }
         // An owner that may hold a place of its own acquires through the gate that knows its place;
         // any other by the cheaper statement where the dialect has one.
-        Op op = dialect.has(Op.ACQUIRE_UNQUEUED) && !queue.mayHavePlace(owner) ? Op.ACQUIRE_UNQUEUED : Op.ACQUIRE;
+        Op op = dialect.has(Op.ACQUIRE_UNQUEUED) && !queue.mayHavePlace(rendered, owner)
+                ? Op.ACQUIRE_UNQUEUED
+                : Op.ACQUIRE;
         AcquireResult result = calls.execute("acquire", key, connection -> {
             try (PreparedStatement statement =
                             calls.prepareInOrder(connection, op, rendered, owner, leaseMillis, holder);
@@ -196,7 +198,7 @@ public final class JdbcLeaseStore implements LeaseStore {
                 // An owner that may hold a place of its own (a waiter handed the key, not yet asking
                 // again) ends it with its release; any other releases by the cheaper statement where
                 // the dialect has one.
-                boolean placed = queue.mayHavePlace(owner);
+                boolean placed = queue.mayHavePlace(rendered, owner);
                 if (placed && !dialect.releaseEndsOwnPlace()) {
                     calls.update(connection, Op.FORGET, StoreCalls.keyAndOwner(key, owner));
                 }
@@ -207,7 +209,7 @@ public final class JdbcLeaseStore implements LeaseStore {
                         heldElsewhere.free(rendered);
                     }
                     if (placed && (released || !dialect.releaseEndsOwnPlace())) {
-                        queue.placeEnded(owner);
+                        queue.placeEnded(rendered, owner);
                     }
                     return released;
                 }

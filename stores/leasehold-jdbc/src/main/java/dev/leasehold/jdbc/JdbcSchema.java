@@ -24,7 +24,7 @@ public final class JdbcSchema {
 
     private JdbcSchema() {}
 
-    /** The scripts of this module, in version order (Flyway versions 1, 1.1, 1.2, 1.3, ...). */
+    /** The scripts of this module for every database, in version order (Flyway versions 1, 1.1, 1.2, 1.3). */
     static final List<String> SCRIPTS = List.of(
             "V1__leasehold_tables.sql",
             "V1_1__leasehold_fence_owner_and_expiry_index.sql",
@@ -33,14 +33,46 @@ public final class JdbcSchema {
 
     /**
      * Creates the lease and fence tables if they do not exist, and brings them to this version
-     * (every script of this module, in version order).
+     * (every script of this module for the database, in version order).
      *
      * @throws SQLException if a statement fails
      */
     public static void create(DataSource dataSource, Database database) throws SQLException {
-        for (String script : SCRIPTS) {
-            runScript(dataSource, "/" + database.migrationLocation() + "/" + script);
+        for (String script : scripts(database)) {
+            String resource = "/" + database.migrationLocation() + "/" + script;
+            List<String> statements = new ArrayList<>(statements(resource));
+            if (database == Database.POSTGRESQL) {
+                statements.removeIf(sql -> normalized(sql).equals(POSTGRES_EXPIRY_INDEX));
+            }
+            run(dataSource, statements);
         }
+    }
+
+    /**
+     * The scripts of {@code database}, in version order: {@link #SCRIPTS}, and on PostgreSQL 1.4,
+     * which drops the expiry index 1.1 created.
+     */
+    static List<String> scripts(Database database) {
+        if (database != Database.POSTGRESQL) {
+            return SCRIPTS;
+        }
+        List<String> scripts = new ArrayList<>(SCRIPTS);
+        scripts.add(POSTGRES_IN_PLACE_UPDATES);
+        return List.copyOf(scripts);
+    }
+
+    /** PostgreSQL 1.4: drops the expiry index, so acquires and releases update rows in place. */
+    static final String POSTGRES_IN_PLACE_UPDATES = "V1_4__leasehold_lease_in_place_updates.sql";
+
+    /**
+     * The statement of PostgreSQL's 1.1 that 1.4 undoes. {@link #create} skips it: building the
+     * index on a large table only to drop it would block the table's writes at every start.
+     */
+    private static final String POSTGRES_EXPIRY_INDEX =
+            "CREATE INDEX IF NOT EXISTS leasehold_lease_expiry ON leasehold_lease (expires_at_ms)";
+
+    private static String normalized(String sql) {
+        return sql.strip().replaceAll("\\s+", " ");
     }
 
     /**
@@ -50,9 +82,13 @@ public final class JdbcSchema {
      * @throws SQLException if a statement fails
      */
     public static void runScript(DataSource dataSource, String classpathResource) throws SQLException {
+        run(dataSource, statements(classpathResource));
+    }
+
+    private static void run(DataSource dataSource, List<String> statements) throws SQLException {
         try (Connection connection = dataSource.getConnection();
                 Statement statement = connection.createStatement()) {
-            for (String sql : statements(classpathResource)) {
+            for (String sql : statements) {
                 statement.execute(sql);
             }
             if (!connection.getAutoCommit()) {

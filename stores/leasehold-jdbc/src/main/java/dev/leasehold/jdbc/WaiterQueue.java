@@ -44,11 +44,14 @@ final class WaiterQueue {
     private final long pollNanos;
     private final ConcurrentHashMap<String, Asked> asked = new ConcurrentHashMap<>();
     /**
-     * Owners that may hold a place this store took for them, with when their last join was sent
-     * ({@link System#nanoTime}); dropped once the place is deleted, or once its TTL has certainly
-     * run out.
+     * The places this store took that may still be live, by key and owner (an owner token may wait
+     * for one key while it holds or releases another), with when their last join was sent ({@link
+     * System#nanoTime}); dropped once the place is deleted, or once its TTL has certainly run out.
      */
-    private final ConcurrentHashMap<String, Long> places = new ConcurrentHashMap<>();
+    private final ConcurrentHashMap<Place, Long> places = new ConcurrentHashMap<>();
+
+    /** One owner's place in one key's queue. */
+    private record Place(String key, String owner) {}
 
     private final AtomicLong lastPurge = new AtomicLong(System.nanoTime());
     private final StoreCalls calls;
@@ -91,34 +94,36 @@ final class WaiterQueue {
     void afterGrant(LockKey key, String owner) {
         if (granted(owner) && calls.dialect.has(Op.FORGET)) {
             calls.execute("acquire", key, c -> calls.update(c, Op.FORGET, StoreCalls.keyAndOwner(key, owner)));
-            places.remove(owner);
+            places.remove(new Place(key.render(), owner));
         }
     }
 
     /**
-     * Whether the owner may still hold a live place that this store took for it: one joined less
-     * than twice its TTL ago and not deleted since. An owner that never queued here has none; its
-     * release need not end one ({@link Op#RELEASE_UNQUEUED}).
+     * Whether the owner may still hold a live place in the key's queue that this store took for
+     * it: one joined less than twice its TTL ago and not deleted since. An owner that never queued
+     * for the key here has none; its acquire and release need not look for one ({@link
+     * Op#ACQUIRE_UNQUEUED}, {@link Op#RELEASE_UNQUEUED}).
      */
-    boolean mayHavePlace(String owner) {
+    boolean mayHavePlace(String key, String owner) {
         if (places.isEmpty()) {
             return false;
         }
-        Long joined = places.get(owner);
+        Place place = new Place(key, owner);
+        Long joined = places.get(place);
         if (joined == null) {
             return false;
         }
         if (System.nanoTime() - joined < 2 * ttlNanos) {
             return true;
         }
-        places.remove(owner, joined);
+        places.remove(place, joined);
         return false;
     }
 
-    /** The owner's place, if it had one, was deleted or ended (by a release or a leave that went through). */
-    void placeEnded(String owner) {
+    /** The owner's place in the key's queue, if it had one, was deleted or ended (by a release or a leave). */
+    void placeEnded(String key, String owner) {
         if (!places.isEmpty()) {
-            places.remove(owner);
+            places.remove(new Place(key, owner));
         }
     }
 
@@ -135,7 +140,7 @@ final class WaiterQueue {
         }
         if (plan.join()) {
             // noted before the join is sent: a join that fails may still have taken the place
-            places.put(owner, now);
+            places.put(new Place(key.render(), owner), now);
         }
         long ahead = calls.execute("queue", key, connection -> {
             if (plan.fresh() && calls.dialect.has(Op.CLEANUP)) {
@@ -189,7 +194,7 @@ final class WaiterQueue {
             calls.update(connection, Op.RELEASE, values);
             return null;
         });
-        places.remove(owner);
+        places.remove(new Place(key.render(), owner));
     }
 
     /** The owner was granted the key: whether it had a place in the queue (which its grant ends). */

@@ -752,19 +752,38 @@ abstract class AbstractJdbcLeaseStoreTest extends LeaseStoreConformance {
         assertThat(next).as("the row and its fence were kept").isGreaterThan(fence);
     }
 
+    /**
+     * Housekeeping finds expired rows through an index on MariaDB and H2. On PostgreSQL no index
+     * covers a column that an acquire or a release changes, so both update the row in place (a
+     * heap-only tuple) instead of writing a new entry into every index: the expiry index cost a
+     * quarter of the raw floor's lock + unlock rate (docs/bench/sql-uncontended.md).
+     */
     @Test
-    void expiryIsIndexed() throws SQLException {
+    void expiryIsIndexedExceptOnPostgresWhereRowsAreUpdatedInPlace() throws SQLException {
+        java.util.Set<String> columns = indexedColumns();
+        if (database() == Database.POSTGRESQL) {
+            assertThat(columns).as("indexed columns of leasehold_lease").containsOnly("lock_key");
+        } else {
+            assertThat(columns).as("indexed columns of leasehold_lease").contains("lock_key", "expires_at_ms");
+        }
+    }
+
+    /** The lower-cased columns that some index of leasehold_lease covers. */
+    protected java.util.Set<String> indexedColumns() throws SQLException {
+        java.util.Set<String> columns = new java.util.TreeSet<>();
         try (Connection connection = dataSource().getConnection()) {
-            boolean indexed = false;
             for (String table : List.of("leasehold_lease", "LEASEHOLD_LEASE")) {
                 try (ResultSet index = connection.getMetaData().getIndexInfo(null, null, table, false, false)) {
                     while (index.next()) {
-                        indexed |= "expires_at_ms".equalsIgnoreCase(index.getString("COLUMN_NAME"));
+                        String column = index.getString("COLUMN_NAME");
+                        if (column != null) {
+                            columns.add(column.toLowerCase(java.util.Locale.ROOT));
+                        }
                     }
                 }
             }
-            assertThat(indexed).as("an index on leasehold_lease.expires_at_ms").isTrue();
         }
+        return columns;
     }
 
     // ------------------------------------------------------------------ hand-off across processes

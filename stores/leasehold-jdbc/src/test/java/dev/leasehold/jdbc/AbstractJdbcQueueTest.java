@@ -353,6 +353,69 @@ abstract class AbstractJdbcQueueTest {
     }
 
     /**
+     * One owner token holds one key and waits, queued, for another (a {@code LockOwner} may be used
+     * from several threads). Releasing the first key does not make the store forget its place on the
+     * second: handed that key, it takes it and gives it back, its place ends, and the next caller is
+     * served at once.
+     */
+    @Test
+    void anOwnerThatReleasesAnotherKeyWhileQueuedStillEndsItsPlace() throws Exception {
+        Duration lease = Duration.ofSeconds(30);
+        JdbcLeaseStore store = store(b -> b.fairQueue(Duration.ofSeconds(30)));
+        LockKey other = key("other");
+        LockKey key = key("queued");
+        String owner = "owner-" + UUID.randomUUID();
+        String holder = "holder-" + UUID.randomUUID();
+        assertThat(store.tryAcquire(other, owner, lease)).isInstanceOf(AcquireResult.Granted.class);
+        assertThat(store.tryAcquire(key, holder, lease)).isInstanceOf(AcquireResult.Granted.class);
+        assertThat(store.tryAcquire(AcquireRequest.waiting(key, owner, lease, null)))
+                .isInstanceOf(AcquireResult.Busy.class);
+        assertThat(places(key)).containsExactly(owner);
+        assertThat(store.release(other, owner)).isTrue();
+        assertThat(store.release(key, holder)).isTrue(); // handed to the owner
+        assertThat(store.tryAcquire(AcquireRequest.waiting(key, owner, lease, null)))
+                .as("the owner asks again and takes the key it was handed")
+                .isInstanceOf(AcquireResult.Granted.class);
+        assertThat(store.release(key, owner)).isTrue();
+        assertThat(store.tryAcquire(AcquireRequest.once(key, "next-" + UUID.randomUUID(), lease)))
+                .as("the next caller of the free key")
+                .isInstanceOf(AcquireResult.Granted.class);
+        assertThat(places(key))
+                .as("places after the owner took and released the key")
+                .isEmpty();
+    }
+
+    /**
+     * The head of a key's queue, with a waiter of another store behind it, takes the key when its
+     * holder's lease runs out, also after it released another key meanwhile.
+     */
+    @Test
+    void theHeadWaiterTakesAnExpiredKeyAfterReleasingAnotherKey() throws Exception {
+        Duration lease = Duration.ofSeconds(30);
+        JdbcLeaseStore store = store(b -> b.fairQueue(Duration.ofSeconds(30)));
+        JdbcLeaseStore behindStore = store(b -> b.fairQueue(Duration.ofSeconds(30)));
+        LockKey other = key("other-head");
+        LockKey key = key("expired-head");
+        String owner = "owner-" + UUID.randomUUID();
+        String behind = "behind-" + UUID.randomUUID();
+        String holder = "holder-" + UUID.randomUUID();
+        assertThat(store.tryAcquire(other, owner, lease)).isInstanceOf(AcquireResult.Granted.class);
+        assertThat(store.tryAcquire(key, holder, Duration.ofMillis(500))).isInstanceOf(AcquireResult.Granted.class);
+        assertThat(store.tryAcquire(AcquireRequest.waiting(key, owner, lease, null)))
+                .isInstanceOf(AcquireResult.Busy.class);
+        assertThat(behindStore.tryAcquire(AcquireRequest.waiting(key, behind, lease, null)))
+                .isInstanceOf(AcquireResult.Busy.class);
+        assertThat(places(key)).containsExactly(owner, behind);
+        assertThat(store.release(other, owner)).isTrue();
+        org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(10)).until(() -> store.inspect(key)
+                .isEmpty());
+        assertThat(store.tryAcquire(AcquireRequest.waiting(key, owner, lease, null)))
+                .as("the head waiter asks for the expired key")
+                .isInstanceOf(AcquireResult.Granted.class);
+        assertThat(store.release(key, owner)).isTrue();
+    }
+
+    /**
      * A waiter handed the key by a release, that gives it back before asking again (so no acquire
      * of its own deleted its place), ends its place with that release: the next caller takes the
      * free key at once instead of waiting out the place's TTL behind a waiter that is gone.

@@ -38,6 +38,35 @@ class PostgresLeaseStoreTest extends AbstractJdbcLeaseStoreTest {
     protected String skewSessionTimeZone() {
         return "SET TIME ZONE 'Pacific/Kiritimati'";
     }
+    /**
+     * A schema of 1.1 to 1.3 has the expiry index; creating the schema again (1.4) drops it, so
+     * that no index covers a column an acquire or a release changes (PostgreSQL can then update the
+     * row in place, a heap-only tuple), and leases work as before.
+     */
+    @Test
+    void anEarlierSchemasExpiryIndexIsDroppedByTheSchemaOfThisVersion() throws Exception {
+        try (Connection connection = dataSource().getConnection();
+                java.sql.Statement statement = connection.createStatement()) {
+            statement.execute("CREATE INDEX IF NOT EXISTS leasehold_lease_expiry ON leasehold_lease (expires_at_ms)");
+        }
+        assertThat(indexedColumns()).as("as 1.1 left it").contains("expires_at_ms");
+
+        JdbcSchema.create(dataSource(), Database.POSTGRESQL);
+
+        assertThat(indexedColumns()).as("after 1.4").containsOnly("lock_key");
+        LockKey key = key("in-place");
+        String owner = LockOwner.create("t").token();
+        long fence = ((AcquireResult.Granted) store.tryAcquire(key, owner, Duration.ofSeconds(30)))
+                .grant()
+                .fence();
+        assertThat(store.release(key, owner)).isTrue();
+        assertThat(((AcquireResult.Granted) store.tryAcquire(key, owner, Duration.ofSeconds(30)))
+                        .grant()
+                        .fence())
+                .isGreaterThan(fence);
+        assertThat(store.release(key, owner)).isTrue();
+    }
+
     /** LISTEN/NOTIFY: the waiter is woken when the release commits. */
     @Override
     protected Optional<java.time.Duration> handOffBound() {
