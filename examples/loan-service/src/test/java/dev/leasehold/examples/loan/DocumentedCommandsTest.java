@@ -98,6 +98,11 @@ class DocumentedCommandsTest {
                             + " -cp target/classes:$(cat target/cp.txt) dev.leasehold.bench.ProfileDriver leasehold-postgresql pairs 1 6",
                     "the SQL side-by-side profile: seconds of load per contender, measured, never asserted"),
             Map.entry(
+                    "cd tools/leasehold-bench && java -Dbench.warmup=10 -Dbench.postgres=jdbc:postgresql://127.0.0.1:5432/leasehold_bench"
+                            + " -cp ../../stores/leasehold-jdbc/target/classes:target/classes:$(cat target/cp.txt)"
+                            + " dev.leasehold.bench.ProfileDriver leasehold-postgresql pairs 1 6",
+                    "the SQL side-by-side profile of the built store against an older one: measured, never asserted"),
+            Map.entry(
                     "cd tools/leasehold-bench && java -Dbench.warmup=12 -Dbench.postgres=jdbc:postgresql://127.0.0.1:5432/leasehold_bench"
                             + " -cp target/classes:$(cat target/cp.txt) dev.leasehold.bench.ProfileDriver leasehold-postgresql pairs 1 8",
                     "the SQL side-by-side profile on a quiet machine: measured, never asserted"),
