@@ -86,7 +86,8 @@ abstract class AbstractFlywayApplicationTest {
                         String.class);
                 assertThat(leasehold)
                         .as("Leasehold's history holds Leasehold's migrations")
-                        .startsWith("1", "1.1", "1.2", "1.3", "2", "2.1", "3");
+                        .startsWith("1", "1.1", "1.2", "1.3")
+                        .containsSubsequence("1.3", "2", "2.1", "3"); // PostgreSQL also has 1.4
                 assertThat(jdbc.queryForObject("SELECT note FROM app_account WHERE id = 'seed'", String.class))
                         .isEqualTo("a;b -- not a comment");
             });
