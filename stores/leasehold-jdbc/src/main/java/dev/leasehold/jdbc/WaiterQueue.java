@@ -42,7 +42,7 @@ final class WaiterQueue {
     private final long boundNanos;
     private final WaiterPolicy policy;
     private final long pollNanos;
-    private final ConcurrentHashMap<String, Asked> asked = new ConcurrentHashMap<>();
+    private final ConcurrentHashMap<Place, Asked> asked = new ConcurrentHashMap<>(); // by key and owner, as places
     /**
      * The places this store took that may still be live, by key and owner (an owner token may wait
      * for one key while it holds or releases another), with when their last join was sent ({@link
@@ -92,7 +92,7 @@ final class WaiterQueue {
 
     /** The owner was granted the key: ends its place, where the dialect's acquire does not do that itself. */
     void afterGrant(LockKey key, String owner) {
-        if (granted(owner) && calls.dialect.has(Op.FORGET)) {
+        if (granted(key.render(), owner) && calls.dialect.has(Op.FORGET)) {
             calls.execute("acquire", key, c -> calls.update(c, Op.FORGET, StoreCalls.keyAndOwner(key, owner)));
             places.remove(new Place(key.render(), owner));
         }
@@ -134,7 +134,7 @@ final class WaiterQueue {
     AcquireResult.Busy busy(LockKey key, String owner, AcquireResult.Busy busy, AcquireRequest request) {
         long now = System.nanoTime();
         long holderNanos = busy.holderRemaining().toNanos();
-        Plan plan = refused(owner, now, holderNanos, request);
+        Plan plan = refused(key.render(), owner, now, holderNanos, request);
         if (!plan.queued()) {
             return plan.waitNanos() == holderNanos ? busy : new AcquireResult.Busy(Duration.ofNanos(plan.waitNanos()));
         }
@@ -171,7 +171,7 @@ final class WaiterQueue {
                 return row.next() ? row.getLong(1) : 0L;
             }
         });
-        return new AcquireResult.Busy(Duration.ofNanos(queuedWait(owner, now, plan, ahead)));
+        return new AcquireResult.Busy(Duration.ofNanos(queuedWait(key.render(), owner, now, plan, ahead)));
     }
 
     /**
@@ -179,7 +179,7 @@ final class WaiterQueue {
      * waiter (or frees it), in one call.
      */
     void leave(LockKey key, String owner) {
-        forget(owner);
+        forget(key.render(), owner);
         Map<String, Object> values = StoreCalls.keyAndOwner(key, owner);
         calls.execute("leave the queue", key, connection -> {
             if (calls.dialect.has(Op.LEAVE)) {
@@ -198,14 +198,14 @@ final class WaiterQueue {
     }
 
     /** The owner was granted the key: whether it had a place in the queue (which its grant ends). */
-    private boolean granted(String owner) {
-        Asked a = asked.remove(owner);
+    private boolean granted(String key, String owner) {
+        Asked a = asked.remove(new Place(key, owner));
         return a != null && a.lastRefresh() != 0;
     }
 
     /** The owner's wait ended without the key: it is no longer asking. */
-    void forget(String owner) {
-        asked.remove(owner);
+    void forget(String key, String owner) {
+        asked.remove(new Place(key, owner));
     }
 
     /**
@@ -215,14 +215,15 @@ final class WaiterQueue {
      * the end of the barging bound, when it takes its place; a release that frees the key wakes it
      * sooner. A hand-off wakes only the store of the waiter it went to.
      */
-    Plan refused(String owner, long now, long holderNanos, AcquireRequest request) {
+    Plan refused(String key, String owner, long now, long holderNanos, AcquireRequest request) {
         if (request != null) {
-            return refused(request, now, holderNanos);
+            return refused(key, request, now, holderNanos);
         }
-        Asked a = asked.get(owner);
+        Place place = new Place(key, owner);
+        Asked a = asked.get(place);
         if (a == null) {
             purgeIfFull(now);
-            asked.putIfAbsent(owner, new Asked(now));
+            asked.putIfAbsent(place, new Asked(now));
             return new Plan(false, false, false, fair ? 0 : holderNanos);
         }
         synchronized (a) {
@@ -244,12 +245,12 @@ final class WaiterQueue {
      * holder's time and leaves nothing behind; a waiter not yet due a place is told to ask again by
      * the time it is; a waiter due one takes it, or renews it when a quarter of its TTL has passed.
      */
-    private Plan refused(AcquireRequest request, long now, long holderNanos) {
+    private Plan refused(String key, AcquireRequest request, long now, long holderNanos) {
         if (!request.waiting()) {
             return new Plan(false, false, false, holderNanos);
         }
-        String owner = request.owner();
-        Asked a = asked.get(owner);
+        Place place = new Place(key, request.owner());
+        Asked a = asked.get(place);
         if (!policy.takesPlace(request) && (a == null || a.lastRefresh() == 0)) {
             return new Plan(
                     false,
@@ -259,7 +260,7 @@ final class WaiterQueue {
         }
         if (a == null) {
             purgeIfFull(now);
-            a = asked.computeIfAbsent(owner, o -> new Asked(now));
+            a = asked.computeIfAbsent(place, p -> new Asked(now));
         }
         synchronized (a) {
             boolean fresh = a.refreshed == 0;
@@ -275,7 +276,7 @@ final class WaiterQueue {
      * How long a queued owner waits before asking again, given how many live waiters are ahead of
      * it ({@code -1}: not known, the waiter is woken by a notification).
      */
-    long queuedWait(String owner, long now, Plan plan, long ahead) {
+    long queuedWait(String key, String owner, long now, Plan plan, long ahead) {
         if (ahead < 0) {
             // PostgreSQL: the hand-off's notification wakes the waiter it went to, so a queued
             // waiter asks again only to keep its place alive, within a third of the place's TTL
@@ -284,7 +285,7 @@ final class WaiterQueue {
             // every 50 ms on a key held for long.
             return plan.waitNanos();
         }
-        Asked a = asked.get(owner);
+        Asked a = asked.get(new Place(key, owner));
         if (ahead > 0 || a == null) {
             if (a != null) {
                 synchronized (a) {

@@ -353,6 +353,41 @@ abstract class AbstractJdbcQueueTest {
     }
 
     /**
+     * An owner token queued for one key is granted another key meanwhile (another thread of one
+     * {@code LockOwner}). Handed the first key, it takes it, and that grant still ends its place: when
+     * its lease then runs out (it crashed), the next caller takes the key instead of waiting out the
+     * place's TTL.
+     */
+    @Test
+    void aGrantOfAnotherKeyWhileQueuedDoesNotKeepThisKeysPlaceAlive() throws Exception {
+        Duration lease = Duration.ofSeconds(30);
+        JdbcLeaseStore store = store(b -> b.fairQueue(Duration.ofSeconds(30)));
+        JdbcLeaseStore next = store(b -> b.fairQueue(Duration.ofSeconds(30)));
+        LockKey other = key("granted-other");
+        LockKey key = key("granted-queued");
+        String owner = "owner-" + UUID.randomUUID();
+        String holder = "holder-" + UUID.randomUUID();
+        assertThat(store.tryAcquire(key, holder, lease)).isInstanceOf(AcquireResult.Granted.class);
+        assertThat(store.tryAcquire(AcquireRequest.waiting(key, owner, lease, null)))
+                .isInstanceOf(AcquireResult.Busy.class);
+        assertThat(places(key)).containsExactly(owner);
+        assertThat(store.tryAcquire(AcquireRequest.waiting(other, owner, lease, null)))
+                .isInstanceOf(AcquireResult.Granted.class);
+        assertThat(store.release(key, holder)).isTrue(); // handed to the owner
+        assertThat(store.tryAcquire(AcquireRequest.waiting(key, owner, Duration.ofMillis(300), null)))
+                .as("the owner asks again and takes the key it was handed")
+                .isInstanceOf(AcquireResult.Granted.class);
+        assertThat(places(key))
+                .as("places of the key after its grant to the queued owner")
+                .isEmpty();
+        org.awaitility.Awaitility.await().atMost(Duration.ofSeconds(10)).until(() -> store.inspect(key)
+                .isEmpty());
+        assertThat(next.tryAcquire(AcquireRequest.once(key, "next-" + UUID.randomUUID(), lease)))
+                .as("a caller of the key after the owner's lease ran out")
+                .isInstanceOf(AcquireResult.Granted.class);
+    }
+
+    /**
      * One owner token holds one key and waits, queued, for another (a {@code LockOwner} may be used
      * from several threads). Releasing the first key does not make the store forget its place on the
      * second: handed that key, it takes it and gives it back, its place ends, and the next caller is
