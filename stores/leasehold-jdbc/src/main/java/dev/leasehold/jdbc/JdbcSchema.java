@@ -71,6 +71,24 @@ public final class JdbcSchema {
     private static final String POSTGRES_EXPIRY_INDEX =
             "CREATE INDEX IF NOT EXISTS leasehold_lease_expiry ON leasehold_lease (expires_at_ms)";
 
+    /**
+     * The text of one of this module's scripts as a runner other than {@link #create} should run it
+     * on every start (Spring Boot's script initializer, for example): the script unchanged, except on
+     * PostgreSQL without 1.1's expiry index, which 1.4 drops again. Building that index on a large
+     * table would block its writes at every start.
+     *
+     * @param database the database the script is for
+     * @param script the script's text
+     */
+    public static String withoutSuperseded(Database database, String script) {
+        if (database != Database.POSTGRESQL) {
+            return script;
+        }
+        return script.lines()
+                .filter(line -> !normalized(line.replace(";", "")).equals(POSTGRES_EXPIRY_INDEX))
+                .collect(java.util.stream.Collectors.joining("\n", "", "\n"));
+    }
+
     private static String normalized(String sql) {
         return sql.strip().replaceAll("\\s+", " ");
     }

@@ -1,11 +1,15 @@
 package dev.leasehold.spring.schema;
 
 import dev.leasehold.jdbc.Database;
+import dev.leasehold.jdbc.JdbcSchema;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
 import java.util.List;
 import javax.sql.DataSource;
 import org.springframework.boot.jdbc.init.DataSourceScriptDatabaseInitializer;
 import org.springframework.boot.sql.init.DatabaseInitializationMode;
 import org.springframework.boot.sql.init.DatabaseInitializationSettings;
+import org.springframework.core.io.ByteArrayResource;
 import org.springframework.core.io.Resource;
 
 /**
@@ -42,6 +46,36 @@ public class LeaseholdScriptInitializer extends DataSourceScriptDatabaseInitiali
         } catch (java.io.IOException e) {
             throw new java.io.UncheckedIOException(e);
         }
+    }
+
+    /**
+     * Runs the scripts as {@link JdbcSchema#create} does: on PostgreSQL without 1.1's expiry index,
+     * which 1.4 drops again (building it on a large table at every start would block its writes).
+     */
+    @Override
+    protected void runScripts(Scripts scripts) {
+        List<Resource> current = new ArrayList<>();
+        for (Resource script : scripts) {
+            current.add(current(script));
+        }
+        super.runScripts(new Scripts(current)
+                .continueOnError(scripts.isContinueOnError())
+                .separator(scripts.getSeparator())
+                .encoding(scripts.getEncoding()));
+    }
+
+    private Resource current(Resource script) {
+        String text;
+        try (java.io.InputStream in = script.getInputStream()) {
+            text = new String(in.readAllBytes(), StandardCharsets.UTF_8);
+        } catch (java.io.IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
+        String now = JdbcSchema.withoutSuperseded(database, text);
+        if (now.equals(text)) {
+            return script;
+        }
+        return new ByteArrayResource(now.getBytes(StandardCharsets.UTF_8), String.valueOf(script.getFilename()));
     }
 
     @Override
