@@ -49,7 +49,7 @@ final class MariaDbDialect {
      * The take-over decision is made once, in the first assignment, into the session variable
      * @leasehold_take (a subquery cannot read VALUES(), so the gate's parameters are bound).
      */
-    private static final String ACQUIRE = """
+    private static final String ACQUIRE_TEMPLATE = """
             INSERT INTO leasehold_lease (lock_key, owner_token, fence, expires_at_ms, acquired_at_ms, holder)
             VALUES (:key, :owner, %2$s, %1$s + :lease_ms, %1$s, :holder)
             ON DUPLICATE KEY UPDATE
@@ -62,7 +62,17 @@ final class MariaDbDialect {
                 expires_at_ms = IF(@leasehold_take OR owner_token = VALUES(owner_token),
                                    VALUES(expires_at_ms), expires_at_ms)
             RETURNING owner_token, fence, expires_at_ms, %1$s AS now_ms
-            """.formatted(NOW, NOW_MICROS, QUEUE_GATE);
+            """;
+
+    private static final String ACQUIRE = ACQUIRE_TEMPLATE.formatted(NOW, NOW_MICROS, QUEUE_GATE);
+
+    /** The queue's gate for a caller that holds no place: no live waiter of the key at all. */
+    static final String GATE_WITHOUT_PLACE = """
+            NOT EXISTS (SELECT 1 FROM leasehold_waiter w
+                         WHERE w.lock_key = :key AND w.owner_token <> :owner AND w.expires_at_ms > %1$s)""".formatted(NOW);
+
+    /* acquire of an owner this store knows holds no place in the key's queue: ACQUIRE with the simpler gate. */
+    private static final String ACQUIRE_UNQUEUED = ACQUIRE_TEMPLATE.formatted(NOW, NOW_MICROS, GATE_WITHOUT_PLACE);
 
     /*
      * renew: compare-and-extend as an upsert on the primary key, which takes the row's exclusive
@@ -227,6 +237,7 @@ final class MariaDbDialect {
 
     static final SqlDialect SQL = SqlDialect.builder(Database.MARIADB)
             .statement(Op.ACQUIRE, ACQUIRE)
+            .statement(Op.ACQUIRE_UNQUEUED, ACQUIRE_UNQUEUED)
             .statement(Op.RENEW, RENEW)
             .statement(Op.RELEASE, RELEASE)
             .statement(Op.RELEASE_UNQUEUED, RELEASE_UNQUEUED)
