@@ -40,11 +40,7 @@ public final class JdbcSchema {
     public static void create(DataSource dataSource, Database database) throws SQLException {
         for (String script : scripts(database)) {
             String resource = "/" + database.migrationLocation() + "/" + script;
-            List<String> statements = new ArrayList<>(statements(resource));
-            if (database == Database.POSTGRESQL) {
-                statements.removeIf(sql -> normalized(sql).equals(POSTGRES_EXPIRY_INDEX));
-            }
-            run(dataSource, statements);
+            run(dataSource, statementsOf(withoutSuperseded(database, text(resource))));
         }
     }
 
@@ -65,8 +61,7 @@ public final class JdbcSchema {
     static final String POSTGRES_IN_PLACE_UPDATES = "V1_4__leasehold_lease_in_place_updates.sql";
 
     /**
-     * The statement of PostgreSQL's 1.1 that 1.4 undoes. {@link #create} skips it: building the
-     * index on a large table only to drop it would block the table's writes at every start.
+     * The statement of PostgreSQL's 1.1 that 1.4 undoes ({@link #withoutSuperseded}).
      */
     private static final String POSTGRES_EXPIRY_INDEX =
             "CREATE INDEX IF NOT EXISTS leasehold_lease_expiry ON leasehold_lease (expires_at_ms)";
@@ -100,7 +95,7 @@ public final class JdbcSchema {
      * @throws SQLException if a statement fails
      */
     public static void runScript(DataSource dataSource, String classpathResource) throws SQLException {
-        run(dataSource, statements(classpathResource));
+        run(dataSource, statementsOf(text(classpathResource)));
     }
 
     private static void run(DataSource dataSource, List<String> statements) throws SQLException {
@@ -143,17 +138,20 @@ public final class JdbcSchema {
                 e);
     }
 
-    /** The statements of the bundled script, comments removed. */
-    static List<String> statements(String resource) {
-        String script;
+    /** The text of a bundled script on the class path. */
+    private static String text(String resource) {
         try (InputStream in = JdbcSchema.class.getResourceAsStream(resource)) {
             if (in == null) {
                 throw new IllegalStateException("schema script " + resource + " is missing from the classpath");
             }
-            script = new String(in.readAllBytes(), StandardCharsets.UTF_8);
+            return new String(in.readAllBytes(), StandardCharsets.UTF_8);
         } catch (IOException e) {
             throw new UncheckedIOException(e);
         }
+    }
+
+    /** The statements of a script's text, comments removed. */
+    private static List<String> statementsOf(String script) {
         StringBuilder withoutComments = new StringBuilder();
         for (String line : script.split("\n")) {
             int comment = line.indexOf("--");
